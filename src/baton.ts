@@ -1,0 +1,121 @@
+import type { Driver, HoldMode, LockInfo, LockKind, LockSpec } from './core/driver.js'
+import { parseDuration } from './core/duration.js'
+import { invalidArgument } from './core/errors.js'
+import { Keeper } from './core/keeper.js'
+import { validateName, validatePrefix } from './core/names.js'
+import { checkOptions, optionalBoolean } from './core/options.js'
+import { Mutex, type MutexOptions } from './primitives/mutex.js'
+
+const DEFAULT_TTL = '30s'
+
+export interface HolderView {
+  owner: string
+  token: bigint
+  mode: HoldMode
+  /** Reentrant handles on this hold in this client (1 for holds of other clients). */
+  count: number
+  /** Epoch ms by the store's clock. */
+  expiresAt: number
+}
+
+export interface LockView {
+  name: string
+  kind: LockKind
+  fair: boolean
+  permits: number
+  holders: HolderView[]
+  waiters: { owner: string; mode: HoldMode }[]
+  lastToken: bigint
+}
+
+/** A client of one store. Create it with connect(). */
+export class Baton {
+  /** @internal */
+  readonly keeper: Keeper
+
+  constructor(readonly driver: Driver, clientId: string) {
+    this.keeper = new Keeper(driver, clientId)
+  }
+
+  /** Which store this client talks to: 'memory', 'redis', … */
+  get store(): string {
+    return this.driver.store
+  }
+
+  /**
+   * An exclusive lock on `name`.
+   * @example
+   * await baton.mutex('orders/42', { ttl: '10s' }).using(async (lease) => {
+   *   await chargeCard({ fencingToken: lease.token, signal: lease.signal })
+   * })
+   */
+  mutex(name: string, options?: MutexOptions): Mutex {
+    const opts = checkOptions<MutexOptions>(options, 'mutex()', ['ttl', 'fair', 'reentrant', 'lockDelay'])
+    const spec = this.spec(name, 'mutex', 'exclusive', 1, opts)
+    return new Mutex(this.keeper, spec, this.ttl(opts.ttl), optionalBoolean(opts.reentrant, 'reentrant', true))
+  }
+
+  /** Who holds `name`, who waits, and the last token; null when the name is free. */
+  async inspect(name: string): Promise<LockView | null> {
+    const info = await this.driver.inspect(validateName(name))
+    return info && this.view(info)
+  }
+
+  /** Every lock in use whose name starts with `prefix`. */
+  async list(options?: { prefix?: string }): Promise<LockView[]> {
+    const opts = checkOptions<{ prefix: string }>(options, 'list()', ['prefix'])
+    const prefix = validatePrefix(opts.prefix)
+    const views: LockView[] = []
+    for await (const info of this.driver.list(prefix)) views.push(this.view(info))
+    return views.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  }
+
+  /** Admin: drops every hold and waiter of `name`; holders' signals fire. True if it was held. */
+  async forceRelease(name: string): Promise<boolean> {
+    return this.driver.forceRelease(validateName(name))
+  }
+
+  /** Stops renewals and closes the store connection. Holds then expire by their ttl. */
+  async close(): Promise<void> {
+    await this.keeper.close()
+    await this.driver.close()
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+
+  /** @internal shared by the primitives' factories */
+  spec(
+    name: string, kind: LockKind, mode: HoldMode, permits: number,
+    opts: { fair?: boolean; lockDelay?: MutexOptions['lockDelay'] },
+  ): LockSpec {
+    return {
+      name: validateName(name),
+      kind,
+      mode,
+      permits,
+      fair: optionalBoolean(opts.fair, 'fair', false),
+      lockDelayMs: opts.lockDelay === undefined ? 0 : parseDuration(opts.lockDelay, 'lockDelay', { allowZero: true }),
+    }
+  }
+
+  /** @internal */
+  ttl(value: MutexOptions['ttl']): number {
+    const ttlMs = parseDuration(value ?? DEFAULT_TTL, 'ttl')
+    if (ttlMs < 10) throw invalidArgument(`"ttl" must be at least 10 ms so the lease can be renewed in time, got ${ttlMs} ms`)
+    return ttlMs
+  }
+
+  private view(info: LockInfo): LockView {
+    return {
+      name: info.name,
+      kind: info.kind,
+      fair: info.fair,
+      permits: info.permits,
+      holders: info.holders.map((h) => ({ ...h, count: this.keeper.countOf(h.owner) })),
+      waiters: info.waiters.map((w) => ({ ...w })),
+      lastToken: info.lastToken,
+    }
+  }
+}

@@ -1,0 +1,37 @@
+import { Baton } from './baton.js'
+import { parseDuration, type Duration } from './core/duration.js'
+import { invalidArgument } from './core/errors.js'
+import { checkOptions } from './core/options.js'
+import { newClientId } from './core/owner.js'
+import { parseStoreUrl } from './core/url.js'
+import { factoryFor, knownSchemes } from './drivers/registry.js'
+
+export interface ConnectOptions {
+  /** How long to wait for the store at connect time. Default '5s'. */
+  connectTimeout?: Duration
+  /** How long one store command may take before it counts as a failure. Default '2s'. */
+  commandTimeout?: Duration
+}
+
+/**
+ * Connects to a store. No URL (or 'memory://') gives the in-process store.
+ * @example
+ * const baton = await connect('redis://127.0.0.1:6379')
+ * const lease = await baton.mutex('orders/42').acquire({ wait: '10s' })
+ */
+export async function connect(url?: string | URL, options?: ConnectOptions): Promise<Baton> {
+  const opts = checkOptions<ConnectOptions>(options, 'connect()', ['connectTimeout', 'commandTimeout'])
+  const parsed = parseStoreUrl(url ?? 'memory://')
+  const load = factoryFor(parsed.scheme)
+  if (!load) {
+    throw invalidArgument(`unknown store URL scheme "${parsed.scheme}://" in ${parsed.display}; use one of ${knownSchemes().join(', ')}`)
+  }
+  const clientId = newClientId()
+  const factory = await load()
+  const driver = await factory(parsed, {
+    clientId,
+    connectTimeoutMs: parseDuration(opts.connectTimeout ?? '5s', 'connectTimeout'),
+    commandTimeoutMs: parseDuration(opts.commandTimeout ?? '2s', 'commandTimeout'),
+  })
+  return new Baton(driver, clientId)
+}

@@ -1,0 +1,160 @@
+/**
+ * THE driver interface: everything a store must do, and nothing more.
+ *
+ * A driver makes single attempts and reports facts; the core owns policy.
+ * Waiting deadlines, AbortSignal, reentrancy, the watchdog, durations, name
+ * validation and diagnostics events never appear in a driver. Drivers return
+ * status unions and throw only for transport failures (wrapped with
+ * `backendUnavailable`, or QUORUM_NOT_REACHED for quorum stores).
+ *
+ * The shape fits every store in DESIGN.md:
+ * - Redis / Redlock: TTL keys changed by Lua scripts, pub/sub wake-ups;
+ * - etcd: lease-attached keys ordered by create revision, watch on the predecessor;
+ * - ZooKeeper: ephemeral sequential nodes, watch on the predecessor;
+ * - PostgreSQL: a table changed by one statement per operation, LISTEN/NOTIFY;
+ * - HTTP (a baton server): `acquire` may long-poll, `watch` may be a no-op.
+ */
+
+import type { StoreUrl } from './url.js'
+
+/** What a name is used as. A name has one kind while it has holders or waiters. */
+export type LockKind = 'mutex' | 'rwlock' | 'semaphore'
+
+/** How one hold takes the name: exclusive (mutex), read / write (rwlock), permit (semaphore). */
+export type HoldMode = 'exclusive' | 'read' | 'write' | 'permit'
+
+/** Everything that identifies the kind of hold asked for; sent with every acquire. */
+export interface LockSpec {
+  readonly name: string
+  readonly kind: LockKind
+  readonly mode: HoldMode
+  /** Grant strictly in arrival order (no barging into a free lock while others wait). */
+  readonly fair: boolean
+  /** How many holders may share the name: 1 for mutex and write, N for a semaphore. */
+  readonly permits: number
+  /** Keep the name blocked this long after a hold *expired* (not after a release). */
+  readonly lockDelayMs: number
+}
+
+export interface AcquireRequest extends LockSpec {
+  /** Unique per hold: `<clientId>.<random>`; the store checks it on extend and release. */
+  readonly owner: string
+  /** Lease length the store must enforce, counted from when the store grants. */
+  readonly ttlMs: number
+  /**
+   * If not granted now, join (or stay in) the waiting line so that a release can
+   * hand the lock over to this owner and wake it through `watch`. A line entry the
+   * owner does not refresh within `queueTtlMs` is dropped, so a dead waiter never
+   * stalls the line for longer than that.
+   */
+  readonly enqueue: boolean
+  readonly queueTtlMs: number
+  /**
+   * Not the first attempt of this owner: a hand-over may already have made it
+   * the holder (its wake-up lost on the way), so the store should look.
+   */
+  readonly retry: boolean
+}
+
+/** The store's current holder, when known, for LOCK_TIMEOUT messages and inspect. */
+export interface HolderSummary {
+  readonly owner: string
+  readonly token: bigint
+  readonly mode: HoldMode
+  /** Epoch ms, by the store's clock. */
+  readonly expiresAt: number
+}
+
+export type AcquireResult =
+  /** Granted: `ttlMs` is the lease the store set, counted from its grant. */
+  | { readonly status: 'granted'; readonly token: bigint; readonly ttlMs: number }
+  /** Not granted now. `retryAfterMs`: when trying again could succeed even without a wake-up. */
+  | { readonly status: 'busy'; readonly retryAfterMs: number; readonly holder?: HolderSummary }
+  /** Can never succeed as asked (another kind or permit count uses the name): the core throws INVALID_ARGUMENT. */
+  | { readonly status: 'conflict'; readonly detail: string }
+
+/** A hold the core has: enough for the store to find and check it. */
+export interface HoldRef extends LockSpec {
+  readonly owner: string
+  readonly token: bigint
+}
+
+export type ExtendResult =
+  | { readonly status: 'extended'; readonly ttlMs: number }
+  /** The store no longer has this hold (expired, forced, replaced). */
+  | { readonly status: 'lost' }
+
+/** What a store says to one waiting or holding owner, unasked. */
+export type Wake =
+  /** The lock was handed over to this owner by a release: it holds it now. */
+  | { readonly type: 'granted'; readonly token: bigint; readonly ttlMs: number }
+  /** Something changed; trying again may succeed. */
+  | { readonly type: 'retry' }
+  /** The hold is gone (forced release, session loss); stop at once. */
+  | { readonly type: 'lost'; readonly reason: string }
+
+export interface LockInfo {
+  readonly name: string
+  readonly kind: LockKind
+  readonly fair: boolean
+  readonly permits: number
+  readonly holders: readonly HolderSummary[]
+  /** Owners in line, in the order they will be served. */
+  readonly waiters: readonly { readonly owner: string; readonly mode: HoldMode }[]
+  /** Highest token granted so far for this name. */
+  readonly lastToken: bigint
+}
+
+export interface Capabilities {
+  /** fair: true keeps strict arrival order. */
+  readonly fair: boolean
+  readonly rwlock: boolean
+  readonly semaphore: boolean
+  readonly lockDelay: boolean
+  /** A release hands the lock to the next waiter in the same store operation. */
+  readonly handoff: boolean
+  /** Tokens survive a restart of the store (false for memory and non-persistent Redis). */
+  readonly durableTokens: boolean
+}
+
+export interface Driver {
+  /** Short store name for messages: 'memory', 'redis', 'redlock', ... */
+  readonly store: string
+  readonly capabilities: Capabilities
+
+  /** ONE attempt: grant now, or say when to try again (and wait in line if asked). */
+  acquire(request: AcquireRequest): Promise<AcquireResult>
+
+  /** Renews holds, in one batch where the store allows. Results are in input order. */
+  extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]>
+
+  /**
+   * Releases a hold, or leaves the line if the owner only waits; hands the lock
+   * to the next waiter. Returns whether the owner held it. Never fails for an
+   * unknown owner (release is idempotent).
+   */
+  release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean>
+
+  /**
+   * Routes store-side wake-ups for `owner` (a waiter or holder of `name`) to
+   * `onWake` until the returned function is called. Registered before the
+   * first acquire attempt, so a hand-over can not be missed.
+   */
+  watch(name: string, owner: string, onWake: (wake: Wake) => void): () => void
+
+  inspect(name: string): Promise<LockInfo | null>
+  list(prefix: string): AsyncIterable<LockInfo>
+  /** Drops every hold and waiter of `name`; tells holders through `watch`. True if anything was held. */
+  forceRelease(name: string): Promise<boolean>
+  close(): Promise<void>
+}
+
+/** Options every driver factory receives from connect(). */
+export interface DriverOptions {
+  /** This client's id; owners of this client start with it. */
+  readonly clientId: string
+  readonly connectTimeoutMs: number
+  readonly commandTimeoutMs: number
+}
+
+export type DriverFactory = (url: StoreUrl, options: DriverOptions) => Promise<Driver>

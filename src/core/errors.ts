@@ -1,0 +1,96 @@
+/**
+ * One error class for everything baton reports. `code` is stable and meant for
+ * programs; `message` is for people and names the setting to change.
+ */
+export type ErrorCode =
+  | 'LOCK_TIMEOUT'
+  | 'ABORTED'
+  | 'LEASE_LOST'
+  | 'NOT_HOLDER'
+  | 'INVALID_ARGUMENT'
+  | 'BACKEND_UNAVAILABLE'
+  | 'QUORUM_NOT_REACHED'
+  | 'UNAUTHORIZED'
+  | 'FORBIDDEN'
+
+/** Codes for which trying the same call again later can succeed. */
+const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'LOCK_TIMEOUT',
+  'BACKEND_UNAVAILABLE',
+  'QUORUM_NOT_REACHED',
+])
+
+export interface HolderInfo {
+  owner: string
+  token: bigint
+  expiresAt: number
+}
+
+export interface BatonErrorOptions {
+  cause?: unknown
+  /** The current holder, when LOCK_TIMEOUT knows who has the lock. */
+  holder?: HolderInfo
+  /** The lock name the failure concerns. */
+  lockName?: string
+  /** Per-node evidence for QUORUM_NOT_REACHED / BACKEND_UNAVAILABLE. */
+  nodes?: Record<string, string>
+}
+
+export class BatonError extends Error {
+  readonly code: ErrorCode
+  readonly retryable: boolean
+  readonly holder?: HolderInfo
+  readonly lockName?: string
+  readonly nodes?: Record<string, string>
+
+  constructor(code: ErrorCode, message: string, options: BatonErrorOptions = {}) {
+    super(`baton: ${message}`, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'BatonError'
+    this.code = code
+    this.retryable = RETRYABLE.has(code)
+    if (options.holder) this.holder = options.holder
+    if (options.lockName !== undefined) this.lockName = options.lockName
+    if (options.nodes) this.nodes = options.nodes
+  }
+}
+
+export function isBatonError(value: unknown, code?: ErrorCode): value is BatonError {
+  return value instanceof BatonError && (code === undefined || value.code === code)
+}
+
+export const invalidArgument = (message: string, cause?: unknown): BatonError =>
+  new BatonError('INVALID_ARGUMENT', message, { cause })
+
+/**
+ * Wraps a transport failure of a store. Drivers call this and never build
+ * messages of their own, so every store reports an outage the same way.
+ */
+export function backendUnavailable(store: string, cause: unknown): BatonError {
+  if (cause instanceof BatonError) return cause
+  const detail = cause instanceof Error ? cause.message : String(cause)
+  return new BatonError(
+    'BACKEND_UNAVAILABLE',
+    `the ${store} store did not answer (${detail}); check that it is running and reachable, or raise "connectTimeout" / "commandTimeout" in connect() options`,
+    { cause },
+  )
+}
+
+export function leaseLost(name: string, why: string): BatonError {
+  return new BatonError('LEASE_LOST', `the hold on "${name}" was lost: ${why}`, { lockName: name })
+}
+
+export function lockTimeout(name: string, waitedMs: number, holder?: HolderInfo): BatonError {
+  const who = holder ? ` (held by ${holder.owner}, token ${holder.token})` : ''
+  return new BatonError(
+    'LOCK_TIMEOUT',
+    `could not acquire "${name}" within ${waitedMs} ms${who}; raise "wait" to wait longer`,
+    { lockName: name, ...(holder ? { holder } : {}) },
+  )
+}
+
+export function aborted(name: string, reason: unknown): BatonError {
+  return new BatonError('ABORTED', `acquiring "${name}" was aborted by its signal`, {
+    cause: reason,
+    lockName: name,
+  })
+}

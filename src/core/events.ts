@@ -1,0 +1,39 @@
+import diagnostics_channel from 'node:diagnostics_channel'
+import type { HoldMode } from './driver.js'
+
+/**
+ * Diagnostics channels: tracing, metrics, the server's event stream and the
+ * tests subscribe here. Publishing costs nothing when nobody listens.
+ */
+export interface HoldEvent {
+  name: string
+  owner: string
+  token: bigint
+  mode: HoldMode
+  store: string
+}
+export interface AcquireEvent extends HoldEvent {
+  waitedMs: number
+  reentered: boolean
+  handoff: boolean
+}
+export interface LostEvent extends HoldEvent {
+  error: Error
+}
+export interface WaitEvent {
+  name: string
+  owner: string
+  mode: HoldMode
+  store: string
+}
+
+export const channels = {
+  acquire: diagnostics_channel.channel('baton:acquire'),
+  release: diagnostics_channel.channel('baton:release'),
+  extend: diagnostics_channel.channel('baton:extend'),
+  lost: diagnostics_channel.channel('baton:lost'),
+  /** A waiter joined the line (the first attempt did not grant). */
+  wait: diagnostics_channel.channel('baton:wait'),
+  /** A waiter gave up: timeout or abort. */
+  giveUp: diagnostics_channel.channel('baton:give-up'),
+} as const

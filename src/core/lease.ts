@@ -1,0 +1,176 @@
+import type { Driver, HoldRef, Wake } from './driver.js'
+import { BatonError, leaseLost } from './errors.js'
+import { monotonicNow } from './clock.js'
+import { channels, type HoldEvent } from './events.js'
+import { safetyMarginMs } from './margin.js'
+import { runHolding, type ScopedHold } from './reentrancy.js'
+import type { Grant } from './waiter.js'
+import type { Watchdog } from './watchdog.js'
+
+type HoldState = 'held' | 'released' | 'lost'
+
+/**
+ * One hold in the store, shared by every reentrant Lease handle on it.
+ * State machine: held → released (by the last handle) | lost (expiry, failed
+ * renewal, forced release). Loss aborts `signal` once; nothing here throws
+ * from a timer.
+ */
+export class Hold implements ScopedHold {
+  readonly controller = new AbortController()
+  state: HoldState = 'held'
+  /** Reentrant handles not yet released. */
+  count = 1
+  /** Monotonic instant the store's lease surely ends (from the last confirmed grant or renewal). */
+  deadline = 0
+  /** Epoch ms estimate of the same instant, for display. */
+  expiresAt = 0
+  ttlMs: number
+  /** A renewal in flight; release waits for it so they never cross in the store. */
+  renewing: Promise<unknown> | undefined
+  private lossTimer: NodeJS.Timeout | undefined
+
+  constructor(
+    readonly driver: Driver,
+    readonly ref: HoldRef,
+    grant: Grant,
+    readonly watchdog: Watchdog,
+    private readonly unwatch: () => void,
+  ) {
+    this.ttlMs = grant.ttlMs
+    this.confirm(grant.startedAt, grant.ttlMs)
+  }
+
+  get active(): boolean {
+    return this.state === 'held'
+  }
+
+  /** The store confirmed a lease of `ttlMs` counted from no earlier than `startedAt`. */
+  confirm(startedAt: number, ttlMs: number): void {
+    if (this.state !== 'held') return
+    this.deadline = startedAt + ttlMs
+    const now = monotonicNow()
+    this.expiresAt = Math.round(Date.now() + this.deadline - now)
+    clearTimeout(this.lossTimer)
+    // Fire before the store lets go, never after it.
+    const lossIn = this.deadline - safetyMarginMs(this.ttlMs) - now
+    this.lossTimer = setTimeout(() => this.lose('its lease ran out without a confirmed renewal (raise "ttl", or use autoExtend / using())'), Math.max(0, lossIn))
+    this.lossTimer.unref()
+  }
+
+  onWake = (wake: Wake): void => {
+    if (wake.type === 'lost') this.lose(wake.reason)
+  }
+
+  lose(why: string, cause?: unknown): void {
+    if (this.state !== 'held') return
+    this.state = 'lost'
+    this.stop()
+    const error = leaseLost(this.ref.name, why)
+    if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause })
+    this.controller.abort(error)
+    channels.lost.publish({ ...this.event(), error } satisfies HoldEvent & { error: Error })
+    // Let the next waiter in as soon as the store can be reached; the store
+    // checks the owner, so this never touches someone else's hold.
+    this.driver.release(this.ref).catch(() => {})
+  }
+
+  async release(): Promise<void> {
+    if (this.state !== 'held') return
+    this.state = 'released'
+    this.stop()
+    await this.renewing?.catch(() => {})
+    channels.release.publish(this.event())
+    await this.driver.release(this.ref)
+  }
+
+  async extend(ttlMs: number): Promise<void> {
+    if (this.state !== 'held') throw this.notHeldError()
+    const sentAt = monotonicNow()
+    const [result] = await this.driver.extend([this.ref], ttlMs)
+    this.applyExtend(result!, sentAt, ttlMs)
+    if (this.state !== 'held') throw this.notHeldError()
+  }
+
+  applyExtend(result: { status: 'extended'; ttlMs: number } | { status: 'lost' }, sentAt: number, ttlMs: number): void {
+    if (result.status === 'lost') return this.lose('the store no longer has it (it expired or was taken over)')
+    this.ttlMs = ttlMs
+    this.confirm(sentAt, result.ttlMs)
+    channels.extend.publish(this.event())
+  }
+
+  notHeldError(): BatonError {
+    if (this.state === 'lost') return this.controller.signal.reason as BatonError
+    return new BatonError('NOT_HOLDER', `the hold on "${this.ref.name}" was already released`, { lockName: this.ref.name })
+  }
+
+  event(): HoldEvent {
+    return { name: this.ref.name, owner: this.ref.owner, token: this.ref.token, mode: this.ref.mode, store: this.driver.store }
+  }
+
+  private stop(): void {
+    clearTimeout(this.lossTimer)
+    this.watchdog.remove(this)
+    this.unwatch()
+  }
+}
+
+/**
+ * What users hold. Each reentrant acquire gets its own Lease on the shared
+ * Hold; the store hold ends when the last of them is released.
+ */
+export class Lease implements AsyncDisposable {
+  private released = false
+
+  constructor(
+    private readonly hold: Hold,
+    /** Key of this hold in reentrancy scopes. */
+    private readonly scopeKey: string,
+  ) {}
+
+  get name(): string { return this.hold.ref.name }
+  get owner(): string { return this.hold.ref.owner }
+  /** Fencing token: strictly greater than every token granted before for this name. */
+  get token(): bigint { return this.hold.ref.token }
+  get mode(): HoldRef['mode'] { return this.hold.ref.mode }
+  /** Epoch ms at which the last confirmed lease ends (an estimate: the store's clock decides). */
+  get expiresAt(): number { return this.hold.expiresAt }
+  /** Aborted, with a BatonError('LEASE_LOST'), as soon as the hold is lost. */
+  get signal(): AbortSignal { return this.hold.controller.signal }
+  /** True until released or lost. */
+  get held(): boolean { return !this.released && this.hold.state === 'held' }
+
+  /** Milliseconds left of the last confirmed lease, by the monotonic clock. */
+  remainingMs(): number {
+    if (!this.held) return 0
+    return Math.max(0, Math.floor(this.hold.deadline - monotonicNow()))
+  }
+
+  /** Renews the lease to `ttl` (default: the lock's ttl). Throws LEASE_LOST if the store let it go. */
+  async extend(ttlMs?: number): Promise<void> {
+    if (this.released) throw this.hold.notHeldError()
+    await this.hold.extend(ttlMs ?? this.hold.ttlMs)
+  }
+
+  /** Releases this handle; the store hold goes when the last reentrant handle does. Idempotent. */
+  async release(): Promise<void> {
+    if (this.released) return
+    this.released = true
+    this.hold.count -= 1
+    if (this.hold.count > 0) return
+    await this.hold.release()
+  }
+
+  /** Runs `fn` in a scope where nested acquires of this lock re-enter this hold. */
+  run<R>(fn: (lease: Lease) => R): R {
+    return runHolding(this.scopeKey, this.hold, () => fn(this))
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release()
+  }
+
+  /** Internal: renewals in flight, awaited by using() before it releases. */
+  get pendingRenewal(): Promise<unknown> | undefined {
+    return this.hold.renewing
+  }
+}

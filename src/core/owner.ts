@@ -1,0 +1,26 @@
+import { randomBytes } from 'node:crypto'
+
+/**
+ * Owner ids are `<clientId>.<leaseId>`: the client part lets a store route a
+ * wake-up to the one connection that waits for it, the lease part makes every
+ * hold unique, so one client's two flows never pass for each other.
+ * Both are random (crypto), never guessable.
+ */
+export function newClientId(): string {
+  return randomBytes(9).toString('base64url')
+}
+
+let counter = 0
+const leasePrefix = randomBytes(6).toString('base64url')
+
+export function newOwnerId(clientId: string): string {
+  // A random per-process prefix plus a counter: unique, unguessable across
+  // processes, and cheap on the hot path (no syscall per acquire).
+  counter = (counter + 1) % Number.MAX_SAFE_INTEGER
+  return `${clientId}.${leasePrefix}${counter.toString(36)}`
+}
+
+export function clientIdOf(owner: string): string {
+  const dot = owner.indexOf('.')
+  return dot < 0 ? owner : owner.slice(0, dot)
+}

@@ -1,0 +1,110 @@
+import type { AcquireRequest, Driver, Wake } from './driver.js'
+import { aborted, BatonError, invalidArgument, lockTimeout } from './errors.js'
+import { monotonicNow } from './clock.js'
+import { channels, type WaitEvent } from './events.js'
+
+/** A grant, with the monotonic instant from which its ttl surely runs (or later). */
+export interface Grant {
+  readonly token: bigint
+  readonly ttlMs: number
+  readonly startedAt: number
+  readonly handoff: boolean
+}
+
+/**
+ * Routes a store's wake-ups for one owner: to the waiting loop while it waits,
+ * then to the hold (for loss notices) once granted.
+ */
+export class WakeRoute {
+  private handler: (wake: Wake) => void = () => {}
+  readonly deliver = (wake: Wake): void => this.handler(wake)
+  to(handler: (wake: Wake) => void): void {
+    this.handler = handler
+  }
+}
+
+export type AttemptRequest = Omit<AcquireRequest, 'enqueue' | 'queueTtlMs' | 'retry'>
+
+/**
+ * The one waiting engine. Tries once; if busy and allowed to wait, joins the
+ * store's line and sleeps until the store wakes this owner (a hand-over or a
+ * "try again"), the store's own retry hint is due, the line entry needs
+ * refreshing, the deadline passes or the signal aborts. No fixed-interval
+ * polling: without wake-ups it retries only when the store says it could succeed.
+ *
+ * Returns null when `waitMs` is 0 and the lock is busy (tryAcquire).
+ */
+export async function obtain(
+  driver: Driver, request: AttemptRequest, waitMs: number, route: WakeRoute, signal?: AbortSignal,
+): Promise<Grant | null> {
+  const started = monotonicNow()
+  const deadline = started + waitMs
+  if (signal?.aborted) throw aborted(request.name, signal.reason)
+
+  const wakes: Wake[] = []
+  let nudge: (() => void) | undefined
+  route.to((wake) => {
+    wakes.push(wake)
+    nudge?.()
+  })
+
+  let announced = false
+  for (let attempt = 0; ; attempt++) {
+    const remaining = deadline - monotonicNow()
+    const queueTtlMs = Math.max(1, Math.min(request.ttlMs, remaining + 50))
+    const sentAt = monotonicNow()
+    const result = await driver.acquire({ ...request, enqueue: waitMs > 0 && remaining > 0, queueTtlMs, retry: attempt > 0 })
+    if (result.status === 'granted') {
+      return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
+    }
+    if (result.status === 'conflict') throw invalidArgument(result.detail)
+    if (waitMs === 0) return null
+    if (!announced) {
+      announced = true
+      channels.wait.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store } satisfies WaitEvent)
+    }
+
+    // Sleep until something can have changed.
+    const now = monotonicNow()
+    if (now >= deadline) return giveUp(driver, request, lockTimeout(request.name, Math.round(now - started), result.holder))
+    const sleepMs = Math.max(1, Math.min(result.retryAfterMs, queueTtlMs / 3, deadline - now))
+    let timer: NodeJS.Timeout | undefined
+    let onAbort: (() => void) | undefined
+    await new Promise<void>((resolve) => {
+      if (wakes.length > 0) return resolve()
+      nudge = resolve
+      timer = setTimeout(resolve, sleepMs)
+      if (signal) {
+        onAbort = resolve
+        signal.addEventListener('abort', onAbort, { once: true })
+      }
+    })
+    nudge = undefined
+    clearTimeout(timer)
+    if (onAbort) signal?.removeEventListener('abort', onAbort)
+
+    const granted = takeGrant(wakes)
+    if (granted) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: monotonicNow(), handoff: true }
+    wakes.length = 0
+    if (signal?.aborted) return giveUp(driver, request, aborted(request.name, signal.reason))
+    if (monotonicNow() >= deadline) {
+      return giveUp(driver, request, lockTimeout(request.name, Math.round(monotonicNow() - started), result.holder))
+    }
+  }
+}
+
+function takeGrant(wakes: Wake[]): Extract<Wake, { type: 'granted' }> | undefined {
+  return wakes.find((w): w is Extract<Wake, { type: 'granted' }> => w.type === 'granted')
+}
+
+/**
+ * Leaves the line at once so the next waiter is not held up. If a hand-over
+ * raced with giving up, the release passes the lock on to the next in line.
+ */
+async function giveUp(driver: Driver, request: AttemptRequest, error: BatonError): Promise<never> {
+  channels.giveUp.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store, code: error.code })
+  await driver.release(request).catch(() => {
+    // The line entry then expires by itself within its queue ttl.
+  })
+  throw error
+}

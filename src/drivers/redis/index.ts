@@ -1,0 +1,190 @@
+import type {
+  AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
+  HoldMode, HoldRef, HolderSummary, LockInfo, LockKind, LockSpec, Wake,
+} from '../../core/driver.js'
+import { backendUnavailable } from '../../core/errors.js'
+import type { StoreUrl } from '../../core/url.js'
+import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
+import { keyList, lockKeys, nameOfKey, scanPattern, wakeChannelPrefix } from './keys.js'
+import { Scripts } from './scripts.js'
+
+const CAPABILITIES: Capabilities = {
+  fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: false,
+}
+
+const MODE_LETTER: Record<HoldMode, string> = { exclusive: 'x', read: 'r', write: 'w', permit: 'p' }
+const LETTER_MODE: Record<string, HoldMode> = { x: 'exclusive', r: 'read', w: 'write', p: 'permit' }
+const LETTER_KIND: Record<string, LockKind> = { x: 'mutex', r: 'rwlock', w: 'rwlock', p: 'semaphore' }
+
+/** "<mode letter><permits>[f]": how a hold's spec travels inside the store (see scripts/lib.lua). */
+function specOf(spec: LockSpec): string {
+  return `${MODE_LETTER[spec.mode]}${spec.permits}${spec.fair ? 'f' : ''}`
+}
+
+function memberOf(hold: HoldRef): string {
+  return `${hold.owner}|${specOf(hold)}|${hold.token}|${hold.lockDelayMs}`
+}
+
+/**
+ * Redis (single, Sentinel, Cluster). Each operation is one Lua script, one
+ * round trip; a release hands the name to the next in line inside the same
+ * script and publishes to that waiter's client only.
+ */
+export class RedisDriver implements Driver {
+  readonly store = 'redis'
+  readonly capabilities = CAPABILITIES
+  private readonly scripts: Scripts
+  private readonly watchers = new Map<string, (wake: Wake) => void>()
+  private readonly channelPrefix: string
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly subscriber: RedisClient,
+    private readonly target: RedisTarget,
+    readonly clientId: string,
+  ) {
+    this.scripts = new Scripts(client)
+    this.channelPrefix = wakeChannelPrefix(target.keyPrefix)
+    subscriber.on('message', (_channel: string, message: string) => this.dispatch(message))
+  }
+
+  get wakeChannel(): string {
+    return this.channelPrefix + this.clientId
+  }
+
+  async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    const reply = (await this.call('acquire', request.name, [
+      request.owner, specOf(request), request.ttlMs, request.lockDelayMs,
+      request.enqueue ? 1 : 0, Math.ceil(request.queueTtlMs), request.retry ? 1 : 0,
+      request.name, this.channelPrefix,
+    ])) as [number, number | string, string | null, number | null]
+    const [status] = reply
+    if (status === 1) return { status: 'granted', token: BigInt(reply[1]), ttlMs: Number(reply[2]) }
+    if (status === -1) return { status: 'conflict', detail: String(reply[1]) }
+    const holder = reply[2] ? parseHolder(reply[2], Number(reply[3])) : undefined
+    return { status: 'busy', retryAfterMs: Number(reply[1]), ...(holder ? { holder } : {}) }
+  }
+
+  async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
+    // Issued together: ioredis' auto-pipelining sends them in one write per node.
+    const replies = await Promise.all(
+      holds.map((hold) => this.call('extend', hold.name, [memberOf(hold), ttlMs, hold.lockDelayMs], 1)),
+    )
+    return replies.map((ttl) => (Number(ttl) > 0 ? { status: 'extended', ttlMs: Number(ttl) } : { status: 'lost' }))
+  }
+
+  async release(hold: HoldRef | (LockSpec & { owner: string })): Promise<boolean> {
+    const member = 'token' in hold ? memberOf(hold) : ''
+    const released = await this.call('release', hold.name, [member, hold.owner, hold.name, this.channelPrefix])
+    return Number(released) === 1
+  }
+
+  watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
+    this.watchers.set(owner, onWake)
+    return () => {
+      if (this.watchers.get(owner) === onWake) this.watchers.delete(owner)
+    }
+  }
+
+  async inspect(name: string): Promise<LockInfo | null> {
+    const [now, lastToken, holders, line] = (await this.call('inspect', name, [])) as [number, string, string[], string[]]
+    const summaries: HolderSummary[] = []
+    for (let i = 0; i < holders.length; i += 2) summaries.push(parseHolder(holders[i]!, Number(holders[i + 1]), true))
+    const live = summaries.filter((h) => h.expiresAt > now)
+    const waiters: { owner: string; mode: HoldMode; spec: string }[] = []
+    for (let i = 0; i < line.length; i += 2) {
+      const [spec = '', , , staleAt = '0'] = line[i + 1]!.split('|')
+      if (Number(staleAt) > now) waiters.push({ owner: line[i]!, mode: LETTER_MODE[spec[0]!] ?? 'exclusive', spec })
+    }
+    if (summaries.length === 0 && waiters.length === 0) return null
+    const spec = holders[0]?.split('|')[1] ?? waiters[0]!.spec
+    return {
+      name,
+      kind: LETTER_KIND[spec[0]!] ?? 'mutex',
+      fair: spec.endsWith('f'),
+      permits: Number(/^\D(\d+)/.exec(spec)?.[1] ?? 1),
+      holders: live,
+      waiters: waiters.map(({ owner, mode }) => ({ owner, mode })),
+      lastToken: BigInt(lastToken),
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<LockInfo> {
+    const names = new Set<string>()
+    const nodes = 'nodes' in this.client ? this.client.nodes('master') : [this.client]
+    try {
+      for (const node of nodes) {
+        let cursor = '0'
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', scanPattern(this.target.keyPrefix, prefix), 'COUNT', 1000)
+          cursor = next
+          for (const key of keys) {
+            const name = nameOfKey(this.target.keyPrefix, key)
+            if (name !== undefined) names.add(name)
+          }
+        } while (cursor !== '0')
+      }
+    } catch (cause) {
+      throw backendUnavailable(`redis store at ${this.target.display}`, cause)
+    }
+    for (const name of [...names].sort()) {
+      const info = await this.inspect(name)
+      if (info) yield info
+    }
+  }
+
+  async forceRelease(name: string): Promise<boolean> {
+    return Number(await this.call('forceRelease', name, [name, this.channelPrefix])) > 0
+  }
+
+  async close(): Promise<void> {
+    this.watchers.clear()
+    await Promise.allSettled([this.client.quit(), this.subscriber.quit()])
+    this.client.disconnect()
+    this.subscriber.disconnect()
+  }
+
+  private async call(script: Parameters<Scripts['run']>[1], name: string, args: (string | number)[], keyCount = 4): Promise<unknown> {
+    const keys = keyList(lockKeys(this.target.keyPrefix, name)).slice(0, keyCount)
+    try {
+      return await this.scripts.run(this.client, script, keys, args)
+    } catch (cause) {
+      throw backendUnavailable(`redis store at ${this.target.display}`, cause)
+    }
+  }
+
+  /** Messages on this client's channel: "g|owner|token|ttl" (handed over) or "l|owner|reason" (lost). */
+  private dispatch(message: string): void {
+    const [type, owner, ...rest] = message.split('|')
+    const watcher = owner === undefined ? undefined : this.watchers.get(owner)
+    if (!watcher) return
+    if (type === 'g') watcher({ type: 'granted', token: BigInt(rest[0]!), ttlMs: Number(rest[1]) })
+    else if (type === 'l') watcher({ type: 'lost', reason: rest.join('|') })
+  }
+}
+
+/** A holders member ("owner|spec|token|delay") and its score → a summary. */
+function parseHolder(member: string, score: number, scoreIncludesDelay = false): HolderSummary {
+  const [owner = '', spec = 'x', token = '0', delay = '0'] = member.split('|')
+  return {
+    owner,
+    token: BigInt(token),
+    mode: LETTER_MODE[spec[0]!] ?? 'exclusive',
+    expiresAt: scoreIncludesDelay ? score - Number(delay) : score,
+  }
+}
+
+export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
+  const target = redisTarget(url, options)
+  const client = await openClient(target, options.connectTimeoutMs)
+  let subscriber: RedisClient
+  try {
+    subscriber = await openClient(target, options.connectTimeoutMs)
+    const driver = new RedisDriver(client, subscriber, target, options.clientId)
+    await subscriber.subscribe(driver.wakeChannel)
+    return driver
+  } catch (cause) {
+    client.disconnect()
+    throw backendUnavailable(`redis store at ${target.display}`, cause)
+  }
+}

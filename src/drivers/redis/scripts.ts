@@ -1,0 +1,59 @@
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import type { Cluster, Redis } from 'ioredis'
+
+/**
+ * The Lua scripts of this driver, read from ./scripts/*.lua next to this file.
+ * `--- @include "lib"` pulls in a shared file. Each script is registered on a
+ * connection with ioredis' defineCommand (EVALSHA, then EVAL once on NOSCRIPT,
+ * per connection) under a name carrying a hash of its source, so two baton
+ * versions on one connection never run each other's scripts.
+ */
+export interface ScriptSpec {
+  readonly file: string
+  readonly numberOfKeys: number
+}
+
+export const SCRIPTS = {
+  acquire: { file: 'acquire', numberOfKeys: 4 },
+  release: { file: 'release', numberOfKeys: 4 },
+  extend: { file: 'extend', numberOfKeys: 1 },
+  forceRelease: { file: 'force-release', numberOfKeys: 4 },
+  inspect: { file: 'inspect', numberOfKeys: 4 },
+} as const satisfies Record<string, ScriptSpec>
+
+export type ScriptName = keyof typeof SCRIPTS
+
+export function scriptPath(file: string): URL {
+  return new URL(`./scripts/${file}.lua`, import.meta.url)
+}
+
+/** The source of a script with its includes expanded. */
+export function loadScript(file: string, seen: Set<string> = new Set()): string {
+  if (seen.has(file)) throw new Error(`include cycle at ${file}.lua`)
+  seen.add(file)
+  const source = readFileSync(scriptPath(file), 'utf8')
+  return source.replace(/^--- @include "([\w-]+)"$/gm, (_, name: string) => loadScript(name, new Set(seen)))
+}
+
+type Client = Redis | Cluster
+type Runner = (...args: (string | number)[]) => Promise<unknown>
+
+export class Scripts {
+  private readonly commands = new Map<ScriptName, string>()
+
+  constructor(client: Client) {
+    for (const [name, spec] of Object.entries(SCRIPTS) as [ScriptName, ScriptSpec][]) {
+      const lua = loadScript(spec.file)
+      const version = createHash('sha1').update(lua).digest('hex').slice(0, 10)
+      const command = `baton_${name}_${version}`
+      client.defineCommand(command, { numberOfKeys: spec.numberOfKeys, lua })
+      this.commands.set(name, command)
+    }
+  }
+
+  run(client: Client, name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    const runner = (client as unknown as Record<string, Runner>)[this.commands.get(name)!]!
+    return runner.call(client, ...keys, ...args)
+  }
+}

@@ -1,0 +1,91 @@
+import { execFile } from 'node:child_process';
+import { access, constants } from 'node:fs/promises';
+import { delimiter, join } from 'node:path';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
+
+async function isExecutable(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Resolve `command` against PATH like a shell would; undefined when absent. */
+export async function findOnPath(command: string): Promise<string | undefined> {
+  if (command.includes('/')) return (await isExecutable(command)) ? command : undefined;
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir === '') continue;
+    const candidate = join(dir, command);
+    if (await isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+// apt holds a global lock, so installs are serialised through one chain, and
+// the (slow) index refresh happens at most once per process.
+let aptChain: Promise<unknown> = Promise.resolve();
+let aptUpdated: Promise<void> | undefined;
+
+function serialised<T>(fn: () => Promise<T>): Promise<T> {
+  const run = aptChain.then(fn, fn);
+  aptChain = run.catch(() => undefined);
+  return run;
+}
+
+function describeFailure(err: unknown): string {
+  if (err && typeof err === 'object') {
+    const e = err as { message?: string; stderr?: string | Buffer };
+    const message = (e.message ?? String(err)).trim();
+    const stderr = e.stderr?.toString().trim().slice(-2000);
+    // execFile's message usually already embeds stderr.
+    return stderr && !message.includes(stderr) ? `${message}\n${stderr}` : message;
+  }
+  return String(err);
+}
+
+const APT_OPTIONS = {
+  env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  maxBuffer: 64 * 1024 * 1024,
+};
+
+function aptUpdate(): Promise<void> {
+  aptUpdated ??= execFileAsync('apt-get', ['update'], APT_OPTIONS).then(
+    () => undefined,
+    (err: unknown) => {
+      aptUpdated = undefined; // allow a later retry
+      throw new Error(`apt-get update failed: ${describeFailure(err)}`);
+    },
+  );
+  return aptUpdated;
+}
+
+/**
+ * Make sure `command` is on PATH. When it is missing and we are root, install
+ * `debianPackage` with apt-get; otherwise (or if that did not help) throw an
+ * error naming the package to install.
+ */
+export async function ensureCommand(command: string, debianPackage: string): Promise<void> {
+  if (await findOnPath(command)) return;
+  const isRoot = process.getuid?.() === 0;
+  if (isRoot) {
+    await serialised(async () => {
+      if (await findOnPath(command)) return; // installed by a concurrent call
+      await aptUpdate();
+      try {
+        await execFileAsync('apt-get', ['install', '-y', debianPackage], APT_OPTIONS);
+      } catch (err) {
+        throw new Error(`apt-get install -y ${debianPackage} failed (needed for \`${command}\`): ${describeFailure(err)}`);
+      }
+    });
+    if (await findOnPath(command)) return;
+  }
+  throw new Error(
+    `\`${command}\` is not on PATH; install the Debian package "${debianPackage}" ` +
+      `(e.g. \`sudo apt-get install -y ${debianPackage}\`)` +
+      (isRoot ? ' — automatic installation did not provide it' : ''),
+  );
+}

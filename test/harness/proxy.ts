@@ -1,0 +1,189 @@
+/**
+ * A loopback TCP proxy for fault-injection tests: put it between a client and
+ * a server to add latency, freeze traffic (a network partition that keeps the
+ * sockets open), or cut every connection at once.
+ */
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+
+export interface Proxy {
+  readonly host: '127.0.0.1';
+  /** Port clients should connect to. */
+  readonly port: number;
+  readonly targetPort: number;
+  /** Delay every chunk, in both directions, by `ms` (order is preserved). Applies to data received from now on. */
+  setDelay(ms: number): void;
+  /** Stop forwarding in both directions; data is buffered until resume(). */
+  pause(): void;
+  /** Flush what was buffered (subject to any delay) and forward again. */
+  resume(): void;
+  /** Destroy every open client and upstream socket. New connections are still accepted. */
+  dropConnections(): void;
+  /** Stop listening and destroy every connection. */
+  close(): Promise<void>;
+}
+
+interface Control {
+  delay: number;
+  paused: boolean;
+}
+
+/** A queued chunk; `null` stands for the sender's FIN. */
+interface QueuedChunk {
+  readonly data: Buffer | null;
+  readonly dueAt: number;
+}
+
+/** One direction of one connection: an ordered, delayable, pausable queue. */
+class Lane {
+  #queue: QueuedChunk[] = [];
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly dest: Socket,
+    private readonly control: Control,
+  ) {}
+
+  push(data: Buffer | null): void {
+    // A chunk is never due before the one ahead of it, so shrinking the
+    // delay cannot reorder data.
+    const last = this.#queue.at(-1);
+    const dueAt = Math.max(performance.now() + this.control.delay, last?.dueAt ?? 0);
+    this.#queue.push({ data, dueAt });
+    this.pump();
+  }
+
+  pump(): void {
+    if (this.control.paused || this.#timer !== undefined) return;
+    for (;;) {
+      const head = this.#queue[0];
+      if (!head) return;
+      const wait = head.dueAt - performance.now();
+      if (wait > 0) {
+        this.#timer = setTimeout(() => {
+          this.#timer = undefined;
+          this.pump();
+        }, Math.ceil(wait));
+        return;
+      }
+      this.#queue.shift();
+      if (this.dest.destroyed) continue;
+      if (head.data === null) this.dest.end();
+      else this.dest.write(head.data);
+    }
+  }
+
+  clear(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#queue = [];
+  }
+}
+
+class Connection {
+  readonly #lanes: Lane[];
+
+  constructor(
+    private readonly client: Socket,
+    private readonly upstream: Socket,
+    control: Control,
+    onClosed: (c: Connection) => void,
+  ) {
+    const toUpstream = new Lane(upstream, control);
+    const toClient = new Lane(client, control);
+    this.#lanes = [toUpstream, toClient];
+    client.on('data', (chunk: Buffer) => toUpstream.push(chunk));
+    upstream.on('data', (chunk: Buffer) => toClient.push(chunk));
+    // Both sockets are half-open capable, so a FIN travels through the lane
+    // behind any delayed data instead of cutting it off.
+    client.on('end', () => toUpstream.push(null));
+    upstream.on('end', () => toClient.push(null));
+    let closed = 0;
+    for (const [socket, other] of [[client, upstream], [upstream, client]] as const) {
+      socket.on('error', () => undefined); // resets are expected in fault tests
+      socket.on('close', (hadError) => {
+        // An abrupt close on one side is propagated as an abrupt close.
+        if (hadError) other.destroy();
+        if (++closed === 2) {
+          this.#clearLanes();
+          onClosed(this);
+        }
+      });
+    }
+  }
+
+  pump(): void {
+    for (const lane of this.#lanes) lane.pump();
+  }
+
+  destroy(): void {
+    this.#clearLanes();
+    this.client.destroy();
+    this.upstream.destroy();
+  }
+
+  #clearLanes(): void {
+    for (const lane of this.#lanes) lane.clear();
+  }
+}
+
+const openProxies = new Set<Proxy>();
+
+/** Close every proxy still open (servers.ts stopAll() calls this). */
+export async function closeAllProxies(): Promise<void> {
+  await Promise.all([...openProxies].map((p) => p.close()));
+}
+
+/** Start a proxy on a free 127.0.0.1 port forwarding to 127.0.0.1:targetPort. */
+export async function startProxy(targetPort: number): Promise<Proxy> {
+  const control: Control = { delay: 0, paused: false };
+  const connections = new Set<Connection>();
+
+  const server: Server = createServer({ allowHalfOpen: true }, (client) => {
+    const upstream = connect({ host: '127.0.0.1', port: targetPort, allowHalfOpen: true });
+    client.setNoDelay(true);
+    upstream.setNoDelay(true);
+    connections.add(new Connection(client, upstream, control, (c) => connections.delete(c)));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host: '127.0.0.1', port: 0 }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+
+  let closing: Promise<void> | undefined;
+  const proxy: Proxy = {
+    host: '127.0.0.1',
+    port,
+    targetPort,
+    setDelay(delay: number): void {
+      if (!Number.isFinite(delay) || delay < 0) throw new RangeError(`delay must be >= 0, got ${delay}`);
+      control.delay = delay;
+    },
+    pause(): void {
+      control.paused = true;
+    },
+    resume(): void {
+      control.paused = false;
+      for (const c of connections) c.pump();
+    },
+    dropConnections(): void {
+      for (const c of connections) c.destroy();
+      connections.clear();
+    },
+    close(): Promise<void> {
+      closing ??= new Promise<void>((resolve) => {
+        openProxies.delete(proxy);
+        server.close(() => resolve());
+        proxy.dropConnections();
+      });
+      return closing;
+    },
+  };
+  openProxies.add(proxy);
+  return proxy;
+}
