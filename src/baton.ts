@@ -3,8 +3,11 @@ import { parseDuration } from './core/duration.js'
 import { invalidArgument } from './core/errors.js'
 import { Keeper } from './core/keeper.js'
 import { validateName, validatePrefix } from './core/names.js'
-import { checkOptions, optionalBoolean } from './core/options.js'
+import { checkOptions, optionalBoolean, parsePermits } from './core/options.js'
+import { LockHandle } from './primitives/lock.js'
 import { Mutex, type MutexOptions } from './primitives/mutex.js'
+import { RwLock, type RwLockOptions } from './primitives/rwlock.js'
+import { Semaphore, type SemaphoreOptions } from './primitives/semaphore.js'
 
 const DEFAULT_TTL = '30s'
 
@@ -53,6 +56,34 @@ export class Baton {
     const opts = checkOptions<MutexOptions>(options, 'mutex()', ['ttl', 'fair', 'reentrant', 'lockDelay'])
     const spec = this.spec(name, 'mutex', 'exclusive', 1, opts)
     return new Mutex(this.keeper, spec, this.ttl(opts.ttl), optionalBoolean(opts.reentrant, 'reentrant', true))
+  }
+
+  /**
+   * A read-write lock on `name`: `.read()` is shared, `.write()` exclusive.
+   * @example
+   * const config = baton.rwlock('config')
+   * await config.read().using(async () => readConfig())
+   * await config.write().using(async (lease) => writeConfig(lease.token))
+   */
+  rwlock(name: string, options?: RwLockOptions): RwLock {
+    const opts = checkOptions<RwLockOptions>(options, 'rwlock()', ['ttl', 'fair', 'reentrant', 'lockDelay'])
+    const ttlMs = this.ttl(opts.ttl)
+    const reentrant = optionalBoolean(opts.reentrant, 'reentrant', true)
+    const read = new LockHandle(this.keeper, this.spec(name, 'rwlock', 'read', 1, opts), ttlMs, reentrant)
+    const write = new LockHandle(this.keeper, this.spec(name, 'rwlock', 'write', 1, opts), ttlMs, reentrant)
+    return new RwLock(read.name, read, write)
+  }
+
+  /**
+   * At most `permits` holders of `name` at once; each permit is its own Lease.
+   * @example
+   * const slots = baton.semaphore('gpu', { permits: 4, ttl: '1m' })
+   * await slots.using(async () => train())
+   */
+  semaphore(name: string, options: SemaphoreOptions): Semaphore {
+    const opts = checkOptions<SemaphoreOptions>(options, 'semaphore()', ['permits', 'ttl', 'fair', 'lockDelay'])
+    const spec = this.spec(name, 'semaphore', 'permit', parsePermits(opts.permits), opts)
+    return new Semaphore(this.keeper, spec, this.ttl(opts.ttl), false)
   }
 
   /** Who holds `name`, who waits, and the last token; null when the name is free. */

@@ -69,9 +69,8 @@ export class Hold implements ScopedHold {
     if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause })
     this.controller.abort(error)
     channels.lost.publish({ ...this.event(), error } satisfies HoldEvent & { error: Error })
-    // Let the next waiter in as soon as the store can be reached; the store
-    // checks the owner, so this never touches someone else's hold.
-    this.driver.release(this.ref).catch(() => {})
+    // No release here: code that has not yet reacted to the signal may still
+    // be working, so the store keeps the hold to its end (and lock delay after).
   }
 
   async release(): Promise<void> {

@@ -1,9 +1,10 @@
 import type {
-  AcquireRequest, AcquireResult, Capabilities, Driver, ExtendResult, HoldMode, HoldRef,
+  AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, ExtendResult, HoldMode, HoldRef,
   HolderSummary, LockInfo, LockKind, LockSpec, Wake,
 } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
 import { canJoin, describeConflict } from '../../core/compat.js'
+import type { StoreUrl } from '../../core/url.js'
 
 /**
  * The embedded store: the reference semantics every other store matches.
@@ -39,13 +40,32 @@ const CAPABILITIES: Capabilities = {
   fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: false,
 }
 
+/** The state of one in-process store, shared by every client connected to it. */
+class MemoryStore {
+  readonly locks = new Map<string, LockState>()
+  /** Fencing counters outlive the locks they count for. */
+  readonly tokens = new Map<string, bigint>()
+  /** Wake-up routes by owner (owners are unique across clients). */
+  readonly watchers = new Map<string, (wake: Wake) => void>()
+}
+
+/** `memory://` is the process-wide store; `memory://name` a separate named one. */
+const stores = new Map<string, MemoryStore>()
+
 export class MemoryDriver implements Driver {
   readonly store = 'memory'
   readonly capabilities = CAPABILITIES
-  private readonly locks = new Map<string, LockState>()
-  /** Fencing counters outlive the locks they count for. */
-  private readonly tokens = new Map<string, bigint>()
-  private readonly watchers = new Map<string, (wake: Wake) => void>()
+  private readonly locks: Map<string, LockState>
+  private readonly tokens: Map<string, bigint>
+  private readonly watchers: Map<string, (wake: Wake) => void>
+  /** Owners this client watches, forgotten at close(). */
+  private readonly mine = new Set<string>()
+
+  constructor(shared: MemoryStore = new MemoryStore()) {
+    this.locks = shared.locks
+    this.tokens = shared.tokens
+    this.watchers = shared.watchers
+  }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
     const now = monotonicNow()
@@ -109,7 +129,9 @@ export class MemoryDriver implements Driver {
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
     this.watchers.set(owner, onWake)
+    this.mine.add(owner)
     return () => {
+      this.mine.delete(owner)
       if (this.watchers.get(owner) === onWake) this.watchers.delete(owner)
     }
   }
@@ -143,9 +165,10 @@ export class MemoryDriver implements Driver {
     return held
   }
 
+  /** Like a network client going away: its holds stay until their ttl runs out. */
   async close(): Promise<void> {
-    for (const [name, state] of this.locks) this.drop(name, state)
-    this.watchers.clear()
+    for (const owner of this.mine) this.watchers.delete(owner)
+    this.mine.clear()
   }
 
   /** Hands the name to the head of the line while the head fits (several readers or permits at once). */
@@ -263,4 +286,12 @@ function holderOf(state: LockState, now: number): { holder?: HolderSummary } {
   return first.done ? {} : { holder: summary(first.value, now, Date.now()) }
 }
 
-export const createMemoryDriver = async (): Promise<Driver> => new MemoryDriver()
+export const createMemoryDriver: DriverFactory = async (url: StoreUrl) => {
+  const storeName = url.hosts[0]?.host ?? ''
+  let shared = stores.get(storeName)
+  if (!shared) {
+    shared = new MemoryStore()
+    stores.set(storeName, shared)
+  }
+  return new MemoryDriver(shared)
+}

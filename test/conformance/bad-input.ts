@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { connect, isBatonError } from '../../src/index.js'
+import type { SuiteContext } from './context.js'
+
+const invalid = (e: unknown): boolean => isBatonError(e, 'INVALID_ARGUMENT') && e.retryable === false && e.message.length > 20
+
+export function badInput(ctx: SuiteContext): void {
+  describe('bad input', () => {
+    it('bad lock names get INVALID_ARGUMENT and leave the store untouched', async () => {
+      const client = await ctx.client()
+      const before = await client.list({ prefix: 'conformance/bad' })
+      const names: unknown[] = ['', 'x'.repeat(257), 'a\u0000b', 'line\nbreak', 'tab\there', 'del\u007f', 'brace{x}', 42, null, undefined, {}]
+      for (const name of names) {
+        assert.throws(() => client.mutex(name as string), invalid, `name ${JSON.stringify(name)}`)
+      }
+      await assert.rejects(client.inspect(''), invalid)
+      await assert.rejects(client.forceRelease('a\u0001'), invalid)
+      await assert.rejects(client.list({ prefix: 'p\u0000' }), invalid)
+      assert.deepEqual(await client.list({ prefix: 'conformance/bad' }), before)
+      // Unicode and 256-byte names are fine.
+      const lease = await client.mutex(`conformance/bad/ünïcødé/${'é'.repeat(100)}`).acquire()
+      await lease.release()
+    })
+
+    it('bad durations get INVALID_ARGUMENT naming the setting', async () => {
+      const client = await ctx.client()
+      const name = ctx.name('bad-durations')
+      for (const ttl of [0, -1, NaN, Infinity, 'abc', '10 parsecs', '-5s', '', 5, 2 ** 40, true, {}]) {
+        assert.throws(() => client.mutex(name, { ttl: ttl as number }), (e) => invalid(e) && /ttl/.test((e as Error).message), `ttl ${String(ttl)}`)
+      }
+      const lock = client.mutex(name)
+      for (const wait of [-1, NaN, 'soon', '1 minute', null]) {
+        await assert.rejects(lock.acquire({ wait: wait as number }), (e) => invalid(e) && /wait/.test((e as Error).message), `wait ${String(wait)}`)
+      }
+      assert.throws(() => client.mutex(name, { lockDelay: -3 }), invalid)
+      await assert.rejects(lock.acquire({ signal: 'stop' as unknown as AbortSignal }), invalid)
+      await assert.rejects(lock.acquire({ wiat: '1s' } as never), (e) => invalid(e) && /wiat/.test((e as Error).message))
+      assert.throws(() => client.mutex(name, 'fast' as never), invalid)
+      assert.throws(() => client.mutex(name, { ttl: '1s', fair: 'yes' as never }), invalid)
+      assert.equal(await client.inspect(name), null, 'nothing reached the store')
+      // Valid spellings work.
+      for (const ttl of ['250ms', '1.5s', '2m', '1h', 1000]) client.mutex(name, { ttl })
+    })
+
+    it('bad store URLs get INVALID_ARGUMENT', async () => {
+      for (const url of ['nope://x', 'redis//missing-colon', 'http:/x', 'redis://h:99999', 'redis://a:1,b:2', 42, 'redis://host:6379/notadb', 'redis://h:6379?prefix=bad prefix']) {
+        await assert.rejects(connect(url as string), invalid, `url ${String(url)}`)
+      }
+      await assert.rejects(connect('memory://', { connectTimeout: 'forever' } as never), invalid)
+      await assert.rejects(connect('memory://', { colour: 'blue' } as never), invalid)
+    })
+
+    it('a name used as another kind, or with another permit count, is refused while in use', async () => {
+      const client = await ctx.client()
+      const name = ctx.name('bad-kind')
+      const lease = await client.mutex(name).acquire()
+      await assert.rejects(client.semaphore(name, { permits: 2 }).acquire({ wait: 0 }), (e) => invalid(e) && /mutex/.test((e as Error).message))
+      await assert.rejects(client.rwlock(name).read().tryAcquire(), invalid)
+      await lease.release()
+      const permit = await client.semaphore(name, { permits: 2 }).acquire()
+      await assert.rejects(client.semaphore(name, { permits: 3 }).tryAcquire(), (e) => invalid(e) && /2 permits/.test((e as Error).message))
+      for (const permits of [0, -1, 1.5, NaN, '2', undefined]) {
+        assert.throws(() => client.semaphore(name, { permits: permits as number }), invalid, `permits ${String(permits)}`)
+      }
+      const view = await client.inspect(name)
+      assert.equal(view?.kind, 'semaphore')
+      assert.equal(view?.holders.length, 1)
+      await permit.release()
+    })
+  })
+}

@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto'
+import { spawn, type ChildProcess } from 'node:child_process'
+import diagnostics_channel from 'node:diagnostics_channel'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { connect, type Baton } from '../../src/index.js'
+import { ms } from '../harness/timing.js'
+
+/** What a store's test file hands to the conformance suite. */
+export interface StoreHarness {
+  /** The URL clients connect to. */
+  readonly url: string
+  /** Other OS processes can reach this store (false for memory://). */
+  readonly crossProcess: boolean
+  /** Freeze / thaw the store server (SIGSTOP / SIGCONT); absent when there is no server. */
+  pause?(): void
+  resume?(): void
+  close(): Promise<void>
+}
+
+export type MakeStore = () => Promise<StoreHarness>
+
+/** Per-suite state: the store, the clients and child processes to clean up. */
+export class SuiteContext {
+  harness!: StoreHarness
+  private readonly clients: Baton[] = []
+  private readonly children: ChildProcess[] = []
+
+  async client(): Promise<Baton> {
+    const baton = await connect(this.harness.url)
+    this.clients.push(baton)
+    return baton
+  }
+
+  /** A lock name no other test uses. */
+  name(label: string): string {
+    return `conformance/${label}/${randomUUID().slice(0, 8)}`
+  }
+
+  /** Starts test/conformance/worker.js with a task; lines it prints come back through `lines`. */
+  worker(task: WorkerTask): Worker {
+    const script = fileURLToPath(new URL('./worker.js', import.meta.url))
+    const child = spawn(process.execPath, [script, JSON.stringify({ url: this.harness.url, ...task })], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    this.children.push(child)
+    return new Worker(child)
+  }
+
+  async cleanup(): Promise<void> {
+    for (const child of this.children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL')
+    await Promise.all(this.clients.splice(0).map((c) => c.close().catch(() => {})))
+  }
+}
+
+export type WorkerTask =
+  | { task: 'counter'; name: string; file: string; iterations: number; ttl: number }
+  | { task: 'hold'; name: string; ttl: number; kind?: 'mutex' | 'semaphore'; permits?: number; fair?: boolean }
+  | { task: 'wait'; name: string; ttl: number; fair?: boolean }
+
+export class Worker {
+  private readonly seen: string[] = []
+  private readonly waiting: { match: (line: string) => boolean; resolve: (line: string) => void }[] = []
+  readonly exited: Promise<number | null>
+
+  constructor(readonly child: ChildProcess) {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      this.seen.push(line)
+      for (const w of [...this.waiting]) {
+        if (w.match(line)) {
+          this.waiting.splice(this.waiting.indexOf(w), 1)
+          w.resolve(line)
+        }
+      }
+    })
+    this.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)))
+  }
+
+  /** Resolves with the first line starting with `prefix` (already printed or to come). */
+  line(prefix: string, timeoutMs = ms(15_000)): Promise<string> {
+    const found = this.seen.find((l) => l.startsWith(prefix))
+    if (found) return Promise.resolve(found)
+    return withTimeout(
+      new Promise((resolve) => this.waiting.push({ match: (l) => l.startsWith(prefix), resolve })),
+      timeoutMs,
+      `worker line "${prefix}"`,
+    )
+  }
+
+  kill9(): void {
+    this.child.kill('SIGKILL')
+  }
+}
+
+export function withTimeout<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs)
+    }),
+  ])
+}
+
+/** Next message on a baton diagnostics channel that matches. */
+export function nextEvent<T>(channel: string, match: (message: T) => boolean, timeoutMs = ms(10_000)): Promise<T> {
+  let onMessage: (message: unknown) => void
+  const found = new Promise<T>((resolve) => {
+    onMessage = (message) => {
+      if (match(message as T)) resolve(message as T)
+    }
+    diagnostics_channel.subscribe(channel, onMessage)
+  })
+  return withTimeout(found, timeoutMs, `event ${channel}`).finally(() => diagnostics_channel.unsubscribe(channel, onMessage))
+}
+
+/** Counts messages on a channel that match, until the returned stop() is called. */
+export function countEvents<T>(channel: string, match: (message: T) => boolean): { count: () => number; stop: () => void } {
+  let n = 0
+  const onMessage = (message: unknown) => {
+    if (match(message as T)) n++
+  }
+  diagnostics_channel.subscribe(channel, onMessage)
+  return { count: () => n, stop: () => diagnostics_channel.unsubscribe(channel, onMessage) }
+}
+
+export function aborted(signal: AbortSignal, timeoutMs = ms(10_000)): Promise<unknown> {
+  if (signal.aborted) return Promise.resolve(signal.reason)
+  return withTimeout(
+    new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true })),
+    timeoutMs,
+    'lease.signal to abort',
+  )
+}
+
+export const sleep = (msToSleep: number): Promise<void> => new Promise((r) => setTimeout(r, msToSleep))

@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { nextEvent, type SuiteContext } from './context.js'
+import type { WaitEvent } from '../../src/core/events.js'
+import { ms } from '../harness/timing.js'
+
+export function crashes(ctx: SuiteContext): void {
+  describe('crashed processes', () => {
+    it('a holder killed with kill -9 is replaced by a waiter within its ttl', async (t) => {
+      if (!ctx.harness.crossProcess) return t.skip('this store lives in one process')
+      const name = ctx.name('crash-holder')
+      const ttl = ms(1000)
+      const holder = ctx.worker({ task: 'hold', name, ttl })
+      const heldToken = BigInt((await holder.line('held')).split(' ')[1]!)
+      const lock = (await ctx.client()).mutex(name)
+      holder.kill9()
+      await holder.exited
+      // The bound is the dead holder's ttl plus a margin for a busy machine.
+      const lease = await lock.acquire({ wait: ttl + ms(2000) })
+      assert.ok(lease.token > heldToken)
+      await lease.release()
+    })
+
+    it('a waiter killed in the line does not stall the next one beyond its ttl', async (t) => {
+      if (!ctx.harness.crossProcess) return t.skip('this store lives in one process')
+      const client = await ctx.client()
+      const name = ctx.name('crash-waiter')
+      const ttl = ms(1000)
+      const holder = await client.mutex(name).acquire()
+      const doomed = ctx.worker({ task: 'wait', name, ttl })
+      await doomed.line('waiting')
+      const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      const next = client.mutex(name).acquire({ wait: 2 * ttl + ms(3000) })
+      await queued
+      doomed.kill9()
+      await doomed.exited
+      await holder.release()
+      const lease = await next
+      assert.ok(lease.token > holder.token)
+      await lease.release()
+    })
+  })
+}

@@ -1,0 +1,40 @@
+import { after, afterEach, before, describe } from 'node:test'
+import { SuiteContext, type MakeStore } from './context.js'
+import { safety } from './safety.js'
+import { fencing } from './fencing.js'
+import { ownership } from './owner.js'
+import { waiting } from './waiting.js'
+import { reentrancy } from './reentrancy.js'
+import { loss } from './loss.js'
+import { badInput } from './bad-input.js'
+import { lockDelay } from './lock-delay.js'
+import { crashes } from './crashes.js'
+
+export type { StoreHarness, MakeStore } from './context.js'
+
+/**
+ * The lock properties of DESIGN.md, stated once and run against every store.
+ * A store is done when this passes unchanged. Tests that a store can not take
+ * part in (a memory store has no other process to share with, nothing to
+ * pause) are skipped with the reason printed, never silently.
+ */
+export function runConformance(storeName: string, makeStore: MakeStore): void {
+  describe(`conformance: ${storeName}`, () => {
+    const ctx = new SuiteContext()
+    before(async () => {
+      ctx.harness = await makeStore()
+    })
+    afterEach(() => ctx.cleanup())
+    after(() => ctx.harness.close())
+
+    safety(ctx)
+    fencing(ctx)
+    ownership(ctx)
+    waiting(ctx)
+    reentrancy(ctx)
+    loss(ctx)
+    lockDelay(ctx)
+    crashes(ctx)
+    badInput(ctx)
+  })
+}

@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { isBatonError, type Baton } from '../../src/index.js'
+import { countEvents, nextEvent, type SuiteContext } from './context.js'
+import type { AcquireEvent, WaitEvent } from '../../src/core/events.js'
+import { ms } from '../harness/timing.js'
+
+/** Counts the store attempts a client makes (instrumentation of the real driver, not a mock). */
+function countAttempts(client: Baton): { count: () => number } {
+  const driver = client.driver
+  const original = driver.acquire.bind(driver)
+  let n = 0
+  driver.acquire = (request) => {
+    n++
+    return original(request)
+  }
+  return { count: () => n }
+}
+
+export function waiting(ctx: SuiteContext): void {
+  describe('waiting', () => {
+    it('gives LOCK_TIMEOUT, naming the holder, when wait runs out', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('wait-timeout')
+      const holder = await a.mutex(name).acquire()
+      const error = await b.mutex(name).acquire({ wait: ms(150) }).catch((e: unknown) => e)
+      assert.ok(isBatonError(error, 'LOCK_TIMEOUT'), String(error))
+      assert.equal(error.retryable, true)
+      assert.match(error.message, /"wait"/)
+      if (error.holder) assert.equal(error.holder.owner, holder.owner)
+      assert.deepEqual((await b.inspect(name))?.waiters, [], 'a waiter that gave up leaves the line')
+      await holder.release()
+    })
+
+    it('tryAcquire() returns null at once when the lock is held', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('wait-try')
+      const holder = await a.mutex(name).acquire()
+      assert.equal(await b.mutex(name).tryAcquire(), null)
+      await holder.release()
+      const lease = await b.mutex(name).tryAcquire()
+      assert.ok(lease)
+      await lease.release()
+    })
+
+    it('gives ABORTED for a signal aborted before or during the wait, and leaves the line', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('wait-abort')
+      const holder = await a.mutex(name).acquire()
+      await assert.rejects(b.mutex(name).acquire({ signal: AbortSignal.abort() }), (e) => isBatonError(e, 'ABORTED'))
+
+      const controller = new AbortController()
+      const waiting = b.mutex(name).acquire({ signal: controller.signal })
+      await nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      controller.abort(new Error('shutting down'))
+      await assert.rejects(waiting, (e) => isBatonError(e, 'ABORTED'))
+      assert.deepEqual((await b.inspect(name))?.waiters, [])
+      await holder.release()
+      assert.equal(await a.inspect(name), null)
+    })
+
+    it('using() releases when its function throws, and passes the error on', async () => {
+      const client = await ctx.client()
+      const name = ctx.name('wait-using-throws')
+      const lock = client.mutex(name)
+      const boom = new Error('boom')
+      await assert.rejects(lock.using(async () => { throw boom }), (e) => e === boom)
+      assert.equal(await client.inspect(name), null)
+      const again = await lock.tryAcquire()
+      assert.ok(again)
+      await again.release()
+    })
+
+    it('a release hands over to exactly one waiter, in arrival order, without polling', async (t) => {
+      const clients = [await ctx.client(), await ctx.client(), await ctx.client()]
+      if (!clients[0]!.driver.capabilities.handoff) return t.skip('this store wakes waiters to retry instead of handing over')
+      const name = ctx.name('wait-handoff')
+      const holder = await clients[0]!.mutex(name).acquire()
+      const attempts = clients.map(countAttempts)
+      const order: number[] = []
+      const waiters = 6
+      const pending: Promise<void>[] = []
+      for (let i = 0; i < waiters; i++) {
+        const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+        pending.push(clients[i % clients.length]!.mutex(name).acquire().then(async (lease) => {
+          order.push(i)
+          await lease.release()
+        }))
+        await queued
+      }
+      const before = attempts.reduce((sum, a) => sum + a.count(), 0)
+      const handoffs = countEvents<AcquireEvent>('baton:acquire', (m) => m.name === name && m.handoff)
+      await holder.release()
+      await Promise.all(pending)
+      handoffs.stop()
+      assert.deepEqual(order, [0, 1, 2, 3, 4, 5])
+      assert.equal(handoffs.count(), waiters, 'every waiter was handed the lock by a release')
+      assert.equal(attempts.reduce((sum, a) => sum + a.count(), 0) - before, 0, 'no waiter polled the store')
+    })
+
+    it('a waiter gets the lock once it is free, also after a long wait', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('wait-liveness')
+      const holder = await a.mutex(name, { ttl: '10s' }).acquire()
+      const waiter = b.mutex(name).acquire({ wait: ms(10_000) })
+      await nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      await new Promise((r) => setTimeout(r, ms(200)))
+      await holder.release()
+      const lease = await waiter
+      assert.ok(lease.token > holder.token)
+      await lease.release()
+    })
+  })
+}

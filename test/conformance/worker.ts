@@ -1,0 +1,45 @@
+/**
+ * A separate OS process for cross-process conformance tests. Prints progress
+ * lines on stdout for the parent: "held <token>", "waiting", "granted <token>",
+ * "done <n>".
+ */
+import { readFile, writeFile } from 'node:fs/promises'
+import diagnostics_channel from 'node:diagnostics_channel'
+import { connect } from '../../src/index.js'
+import type { WorkerTask } from './context.js'
+
+const task = JSON.parse(process.argv[2]!) as WorkerTask & { url: string }
+const baton = await connect(task.url)
+
+switch (task.task) {
+  case 'counter': {
+    const lock = baton.mutex(task.name, { ttl: task.ttl })
+    for (let i = 0; i < task.iterations; i++) {
+      await lock.using(async () => {
+        const value = Number(await readFile(task.file, 'utf8'))
+        await new Promise((r) => setImmediate(r))
+        await writeFile(task.file, String(value + 1))
+      })
+    }
+    console.log(`done ${task.iterations}`)
+    await baton.close()
+    break
+  }
+  case 'hold': {
+    const lock =
+      task.kind === 'semaphore'
+        ? baton.semaphore(task.name, { permits: task.permits ?? 1, ttl: task.ttl })
+        : baton.mutex(task.name, { ttl: task.ttl, fair: task.fair ?? false })
+    const lease = await lock.acquire({ autoExtend: true })
+    console.log(`held ${lease.token}`)
+    await new Promise(() => {}) // until killed
+    break
+  }
+  case 'wait': {
+    diagnostics_channel.subscribe('baton:wait', () => console.log('waiting'))
+    const lease = await baton.mutex(task.name, { ttl: task.ttl, fair: task.fair ?? false }).acquire({ autoExtend: true })
+    console.log(`granted ${lease.token}`)
+    await new Promise(() => {}) // until killed
+    break
+  }
+}
