@@ -53,7 +53,14 @@ export async function obtain(
     const remaining = deadline - monotonicNow()
     const queueTtlMs = Math.max(1, Math.min(request.ttlMs, remaining + 50))
     const sentAt = monotonicNow()
-    const result = await driver.acquire({ ...request, enqueue: waitMs > 0 && remaining > 0, queueTtlMs, retry: attempt > 0 })
+    const result = await driver
+      .acquire({ ...request, enqueue: waitMs > 0 && remaining > 0, queueTtlMs, retry: attempt > 0 })
+      .catch((error: unknown) => {
+        // The attempt may still reach the store after we gave up on it (a frozen
+        // server answers late): undo it in order, so no ghost holds the lock.
+        driver.release(request).catch(() => {})
+        throw error
+      })
     if (result.status === 'granted') {
       return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
     }

@@ -1,0 +1,181 @@
+/**
+ * 4. Store commands per hand-over with 16 and 256 waiters on one key, in one
+ * process: flows of one client cycle acquire → hold 1 ms → release. Counted
+ * from INFO: total_commands_processed (what clients sent) and the sum of
+ * commandstats calls (also the calls scripts make inside Redis).
+ */
+import type { Redis } from 'ioredis'
+import { analyzeGrants, contendedFlows, type HandoffStats } from '../flows.js'
+import { spec, specId, specLabel, type ContenderSpec } from '../peers/index.js'
+import { closeRedis, openRedis } from '../peers/redis-client.js'
+import { commandSnapshot, diffSnapshots } from '../redis-info.js'
+import { fmtMet, fmtNum, fmtRate, fmtRatio, median, table } from '../report.js'
+import type { BenchContext, Scenario, ScenarioResult, SummaryRow } from '../types.js'
+import { alternate, failureNote, oks, runTag, sleep, wallNow, type Outcome } from '../util.js'
+import { closeEntrants, keyPart, medianOf, openEntrants, ready, type Entrant } from './common.js'
+
+const WAITERS = [16, 256] as const
+const HOLD_MS = 1
+const DRAIN_MS = 10_000
+const TARGET_CLIENT_COMMANDS = 4
+/** "About equal": Redis-side calls per hand-over at 256 waiters within this factor of 16 waiters. */
+const TARGET_FLATNESS = 1.25
+
+interface Item {
+  readonly id: string
+  readonly entrant: Entrant
+  readonly waiters: number
+}
+
+interface RunResult {
+  stats: HandoffStats
+  clientCommands: number
+  redisCalls: number
+  perCommand: Map<string, number>
+  stuckFlows: number
+  errors: Record<string, number>
+}
+
+export const commands: Scenario = {
+  id: 'commands',
+  title: '4. Commands per hand-over, 16 and 256 waiters on one key (Redis)',
+  async run(ctx: BenchContext): Promise<ScenarioResult> {
+    const runs = ctx.pick(3, 1)
+    const windowMs = ctx.pick(1000, 400)
+    const warmupMs = ctx.pick(300, 150)
+    const specs: ContenderSpec[] = [spec('baton'), spec('redlock', 'fast'), spec('sesame-redlock', 'fast'), spec('redis-semaphore', 'fast')]
+    const admin = await openRedis(ctx.redisUrl)
+    const entrants = await openEntrants(specs, ctx.redisUrl)
+    let results: Map<string, Outcome<RunResult>[]>
+    try {
+      // What our own two INFO calls add, measured on an idle server.
+      const overheads: { total: number; calls: number }[] = []
+      for (let i = 0; i < 3; i++) overheads.push(diffSnapshots(await commandSnapshot(admin), await commandSnapshot(admin)))
+      const overhead = { total: median(overheads.map((o) => o.total)), calls: median(overheads.map((o) => o.calls)) }
+
+      const items: Item[] = ready(entrants).flatMap((entrant) =>
+        WAITERS.map((waiters) => ({ id: `${entrant.id}@${waiters}`, entrant, waiters })))
+      const measure = async (item: Item, run: number): Promise<RunResult> => {
+        // N waiters plus the flow holding: N + 1 flows.
+        const flowIds = Array.from({ length: item.waiters + 1 }, (_, i) => i)
+        const key = `bench/${runTag}/commands/${keyPart(item.entrant.id)}/${item.waiters}/${run}`
+        const startAt = wallNow()
+        const flows = contendedFlows(item.entrant.contender!, {
+          key, flowIds, startAt, stopAt: startAt + warmupMs + windowMs + 100, holdMs: HOLD_MS, drainMs: DRAIN_MS,
+        })
+        await sleep(warmupMs)
+        const a = await commandSnapshot(admin)
+        await sleep(a.at + windowMs - wallNow())
+        const b = await commandSnapshot(admin)
+        const result = await flows
+        const stats = analyzeGrants(result.grants, flowIds, a.at, b.at)
+        if (stats.handoffs === 0) {
+          const why = Object.keys(result.errors)[0]
+          throw new Error(`no hand-over in ${windowMs} ms (${stats.grants} grants${why ? `; ${why}` : ''})`)
+        }
+        const d = diffSnapshots(a, b)
+        const perCommand = new Map([...d.perCommand].map(([name, n]) => [name, n / stats.handoffs]))
+        return {
+          stats,
+          clientCommands: (d.total - overhead.total) / stats.handoffs,
+          redisCalls: (d.calls - overhead.calls) / stats.handoffs,
+          perCommand,
+          stuckFlows: result.stuckFlows,
+          errors: result.errors,
+        }
+      }
+      results = await alternate(runs, items, measure, { timeoutMs: warmupMs + windowMs + DRAIN_MS + 30_000, log: ctx.log })
+      for (const e of entrants) {
+        if (e.setupError) for (const w of WAITERS) results.set(`${e.id}@${w}`, [{ ok: false, reason: e.setupError }])
+      }
+    } finally {
+      await closeEntrants(entrants)
+      await closeRedis(admin)
+    }
+    return report(entrants, results, runs, windowMs)
+  },
+}
+
+function report(entrants: Entrant[], results: Map<string, Outcome<RunResult>[]>, runs: number, windowMs: number): ScenarioResult {
+  const baton = entrants.find((e) => e.spec.peer === 'baton')!
+  const peers = entrants.filter((e) => e !== baton)
+  const get = (e: Entrant, w: number): Outcome<RunResult>[] => results.get(`${e.id}@${w}`) ?? []
+  const clientOf = (r: RunResult): number => r.clientCommands
+  const callsOf = (r: RunResult): number => r.redisCalls
+  const batonCalls = WAITERS.map((w) => medianOf(get(baton, w), callsOf))
+  const flatness = batonCalls[1]! / batonCalls[0]!
+  const flatMet = Number.isFinite(flatness) ? flatness <= TARGET_FLATNESS && flatness >= 1 / TARGET_FLATNESS : undefined
+
+  const headers = ['contender', 'waiters', 'hand-overs/s', 'client cmds / hand-over', 'Redis-side calls / hand-over', 'target', 'met?', 'notes']
+  const rows: string[][] = []
+  for (const e of entrants) {
+    for (const w of WAITERS) {
+      const outcomes = get(e, w)
+      const note = failureNote(outcomes)
+      if (note.startsWith('failed')) {
+        rows.push([e.label, String(w), note])
+        continue
+      }
+      const ok = oks(outcomes)
+      const client = medianOf(outcomes, clientOf)
+      const isBaton = e === baton
+      const stuck = ok.reduce((n, r) => n + r.stuckFlows, 0)
+      const errors = Object.keys(Object.assign({}, ...ok.map((r) => r.errors)))
+      rows.push([
+        e.label,
+        String(w),
+        fmtRate(medianOf(outcomes, (r) => r.stats.handoffsPerSec)),
+        fmtNum(client, 2),
+        fmtNum(medianOf(outcomes, callsOf), 1),
+        isBaton ? `≤ ${TARGET_CLIENT_COMMANDS} client cmds${w === WAITERS[1] ? `; calls ≈ ${WAITERS[0]} waiters (±${Math.round((TARGET_FLATNESS - 1) * 100)}%)` : ''}` : '',
+        isBaton ? fmtMet(Number.isFinite(client) ? client <= TARGET_CLIENT_COMMANDS && (w === WAITERS[0] || flatMet !== false) : undefined) : '',
+        [
+          note,
+          isBaton ? `calls: ${topCommands(ok)}` : '',
+          stuck > 0 ? `⚠ ${stuck} flows still waiting ${DRAIN_MS / 1000} s after the window` : '',
+          errors.length ? `errors: ${errors.join('; ')}` : '',
+        ].filter(Boolean).join('; '),
+      ])
+    }
+  }
+
+  const summary: SummaryRow[] = WAITERS.map((w) => {
+    const batonClient = medianOf(get(baton, w), clientOf)
+    const best = [...peers].map((p) => ({ p, v: medianOf(get(p, w), clientOf) })).filter((x) => Number.isFinite(x.v)).sort((a, b) => a.v - b.v)[0]
+    return {
+      figure: `4. client commands per hand-over, ${w} waiters`,
+      baton: fmtNum(batonClient, 2),
+      other: best ? `fewest of peers (${specLabel(best.p.spec)}): ${fmtNum(best.v, 1)}` : 'no peer finished',
+      ratio: best ? fmtRatio(batonClient / best.v) : '—',
+      target: `≤ ${TARGET_CLIENT_COMMANDS}`,
+      met: Number.isFinite(batonClient) ? batonClient <= TARGET_CLIENT_COMMANDS : undefined,
+    }
+  })
+  summary.push({
+    figure: `4. Redis-side calls per hand-over, ${WAITERS[1]} vs ${WAITERS[0]} waiters`,
+    baton: `${fmtNum(batonCalls[0]!, 1)} → ${fmtNum(batonCalls[1]!, 1)}`,
+    other: peers.map((p) => `${p.spec.peer}: ${fmtNum(medianOf(get(p, WAITERS[0]), callsOf), 0)} → ${fmtNum(medianOf(get(p, WAITERS[1]), callsOf), 0)}`).join(', '),
+    ratio: fmtRatio(flatness),
+    target: `≈ 1× (±${Math.round((TARGET_FLATNESS - 1) * 100)}%)`,
+    met: flatMet,
+  })
+  const markdown = [
+    '## 4. Commands per hand-over, 16 and 256 waiters on one key (Redis)',
+    '',
+    'One process, one client per contender: N waiter flows plus the holder (N + 1 flows) cycle acquire (wait up to 30 s) → hold 1 ms → release → re-acquire, so N flows wait at any time. '
+    + 'Over the window: client commands = Δ total_commands_processed (commands clients sent; calls inside scripts not counted), '
+    + 'Redis-side calls = Δ Σ calls over INFO commandstats (includes calls inside scripts and PUBLISH); both minus our own INFO calls, '
+    + 'divided by hand-overs (grants to another flow than the previous holder). Peers retry every 1 ms. '
+    + `${runs} runs × ${windowMs} ms per contender and size, order rotated; medians.`,
+    '',
+    table(headers, rows),
+  ].join('\n')
+  return { markdown, summary }
+}
+
+/** baton's Redis-side calls per hand-over by command, e.g. "evalsha 2.0, zrange 3.1, …" (last run). */
+function topCommands(ok: RunResult[]): string {
+  const last = ok[ok.length - 1]
+  if (!last) return ''
+  return [...last.perCommand].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ')
+}

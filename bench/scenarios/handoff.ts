@@ -1,0 +1,225 @@
+/**
+ * 3. Hand-over: 16 flows in 2 OS processes on ONE key. Each flow loops
+ * acquire (wait long) → hold 1 ms → release → re-acquire at once. Grants and
+ * releases are stamped with performance.timeOrigin + performance.now(), a
+ * clock both processes share, and merged here.
+ */
+import { analyzeGrants, type ContendedResult, type HandoffStats } from '../flows.js'
+import { spec, specId, specLabel, type ContenderSpec } from '../peers/index.js'
+import { fmtMet, fmtMs, fmtNum, fmtRate, fmtRatio, median, table } from '../report.js'
+import type { BenchContext, Scenario, ScenarioResult, SummaryRow } from '../types.js'
+import { alternate, failureNote, oks, runTag, wallNow, type Outcome } from '../util.js'
+import { WorkerProcess } from '../workers.js'
+import { keyPart, medianOf } from './common.js'
+
+const FLOWS = 16
+const PROCESSES = 2
+const HOLD_MS = 1
+const DRAIN_MS = 8000
+
+const TARGET_RATIO = 1.5
+const TARGET_P50_MS = 0.5
+const TARGET_JAIN = 0.9
+
+interface Entry {
+  readonly id: string
+  readonly label: string
+  readonly spec: ContenderSpec
+}
+
+interface RunResult {
+  stats: HandoffStats
+  errors: Record<string, number>
+  counters: Record<string, number>
+  stuckFlows: number
+}
+
+export const handoff: Scenario = {
+  id: 'handoff',
+  title: `3. Hand-over: ${FLOWS} flows in ${PROCESSES} processes on one key (Redis)`,
+  async run(ctx: BenchContext): Promise<ScenarioResult> {
+    const runs = ctx.pick(5, 1)
+    const windowMs = ctx.pick(2500, 1000)
+    const warmupMs = ctx.pick(300, 200)
+    const specs = [
+      spec('baton'),
+      spec('redlock', 'fast'), spec('redlock', 'default'),
+      spec('sesame-redlock', 'fast'), spec('sesame-redlock', 'default'),
+      spec('redis-semaphore', 'fast'), spec('redis-semaphore', 'default'),
+    ]
+    const entries: Entry[] = specs.map((s) => ({ id: specId(s), label: specLabel(s), spec: s }))
+    const flowIds = Array.from({ length: FLOWS }, (_, i) => i)
+    const flowsOf = (p: number): number[] => flowIds.filter((id) => id % PROCESSES === p)
+
+    let workers: WorkerProcess[] = []
+    const dropWorkers = (): void => {
+      for (const w of workers) w.kill()
+      workers = []
+    }
+    const ensureWorkers = async (): Promise<WorkerProcess[]> => {
+      if (workers.length !== PROCESSES) {
+        dropWorkers()
+        workers = await Promise.all(Array.from({ length: PROCESSES }, () => WorkerProcess.start({ url: ctx.redisUrl })))
+      }
+      return workers
+    }
+
+    const measure = async (entry: Entry, run: number): Promise<RunResult> => {
+      const ws = await ensureWorkers()
+      const key = `bench/${runTag}/handoff/${keyPart(entry.id)}/${run}`
+      let parts: ContendedResult[]
+      let from = 0
+      let to = 0
+      try {
+        await Promise.all(ws.map((w) => w.call('prepare', { spec: entry.spec }, 15_000)))
+        const startAt = wallNow() + 50
+        from = startAt + warmupMs
+        to = from + windowMs
+        parts = await Promise.all(ws.map((w, p) =>
+          w.call(
+            'flows',
+            { spec: entry.spec, key, flowIds: flowsOf(p), startAt, stopAt: to, holdMs: HOLD_MS, drainMs: DRAIN_MS },
+            to - wallNow() + DRAIN_MS + 5000,
+          )))
+      } catch (error) {
+        dropWorkers() // a stuck peer must not disturb the next measurement
+        throw error
+      }
+      const errors = mergeCounts(parts.map((p) => p.errors))
+      const counters = mergeCounts(parts.map((p) => p.counters))
+      const stuckFlows = parts.reduce((n, p) => n + p.stuckFlows, 0)
+      if (stuckFlows > 0) dropWorkers()
+      const stats = analyzeGrants(parts.flatMap((p) => p.grants), flowIds, from, to)
+      if (stats.handoffs === 0) {
+        const why = Object.keys(errors)[0]
+        throw new Error(`no hand-over to another flow in ${windowMs} ms (${stats.grants} grants${why ? `; ${why}` : ''})`)
+      }
+      return { stats, errors, counters, stuckFlows }
+    }
+
+    let results: Map<string, Outcome<RunResult>[]>
+    try {
+      results = await alternate(runs, entries, measure, { timeoutMs: windowMs + warmupMs + DRAIN_MS + 30_000, log: ctx.log })
+    } finally {
+      await Promise.allSettled(workers.map((w) => w.stop()))
+      workers = []
+    }
+    return report(entries, results, runs, windowMs)
+  },
+}
+
+function mergeCounts(all: readonly Record<string, number>[]): Record<string, number> {
+  const merged: Record<string, number> = {}
+  for (const counts of all) for (const [k, n] of Object.entries(counts)) merged[k] = (merged[k] ?? 0) + n
+  return merged
+}
+
+function report(entries: Entry[], results: Map<string, Outcome<RunResult>[]>, runs: number, windowMs: number): ScenarioResult {
+  const baton = entries.find((e) => e.spec.peer === 'baton')!
+  const peers = entries.filter((e) => e !== baton)
+  const batonRuns = results.get(baton.id)!
+  const rate = (r: RunResult): number => r.stats.handoffsPerSec
+
+  // Per run: baton ÷ this peer, and baton ÷ the best peer of that run.
+  const ratioTo = (peer: Entry): number[] => {
+    const peerRuns = results.get(peer.id)!
+    return batonRuns.flatMap((b, i) => {
+      const p = peerRuns[i]
+      return b.ok && p?.ok ? [rate(b.value) / rate(p.value)] : []
+    })
+  }
+  const vsBest = batonRuns.flatMap((b, i) => {
+    if (!b.ok) return []
+    const best = Math.max(...peers.map((p) => results.get(p.id)![i]).flatMap((o) => (o?.ok ? [rate(o.value)] : [])))
+    return Number.isFinite(best) && best > 0 ? [rate(b.value) / best] : []
+  })
+  const bestPeer = [...peers].sort((a, b) => (medianOf(results.get(b.id), rate) || 0) - (medianOf(results.get(a.id), rate) || 0))[0]!
+  const ratioVsBest = median(vsBest)
+  const batonP50 = medianOf(batonRuns, (r) => r.stats.releaseToNextP50)
+  const batonJain = medianOf(batonRuns, (r) => r.stats.jain)
+  const met = {
+    ratio: Number.isFinite(ratioVsBest) ? ratioVsBest >= TARGET_RATIO : undefined,
+    p50: Number.isFinite(batonP50) ? batonP50 <= TARGET_P50_MS : undefined,
+    jain: Number.isFinite(batonJain) ? batonJain >= TARGET_JAIN : undefined,
+  }
+  const allMet = Object.values(met).some((m) => m === undefined) ? undefined : Object.values(met).every(Boolean)
+
+  const headers = [
+    'contender', 'hand-overs/s', 'grants/s', 'release→next p50', 'release→next p99', 'wait p99',
+    'Jain', 'min grants/flow (worst run)', 'baton ÷ this', 'target', 'met?', 'notes',
+  ]
+  const rows = entries.map((e) => {
+    const outcomes = results.get(e.id)!
+    const note = failureNote(outcomes)
+    if (note.startsWith('failed')) return [e.label, note]
+    const ok = oks(outcomes)
+    const errors = mergeCounts(ok.map((r) => r.errors))
+    const counters = mergeCounts(ok.map((r) => r.counters))
+    const overlaps = ok.reduce((n, r) => n + r.stats.overlaps, 0)
+    const stuck = ok.reduce((n, r) => n + r.stuckFlows, 0)
+    const notes = [
+      note,
+      ...Object.entries(counters).filter(([, n]) => n > 0).map(([k, n]) => `${k}: ${n}×`),
+      ...Object.entries(errors).map(([k, n]) => `${n}× error: ${k}`),
+      overlaps > 0 ? `⚠ ${overlaps} grants before the previous release started` : '',
+      stuck > 0 ? `⚠ ${stuck} flows still waiting ${DRAIN_MS / 1000} s after the window` : '',
+    ].filter(Boolean)
+    const isBaton = e === baton
+    return [
+      e.label,
+      fmtRate(medianOf(outcomes, rate)),
+      fmtRate(medianOf(outcomes, (r) => r.stats.grantsPerSec)),
+      fmtMs(medianOf(outcomes, (r) => r.stats.releaseToNextP50)),
+      fmtMs(medianOf(outcomes, (r) => r.stats.releaseToNextP99)),
+      fmtMs(medianOf(outcomes, (r) => r.stats.waitP99)),
+      fmtNum(medianOf(outcomes, (r) => r.stats.jain), 3),
+      String(Math.min(...ok.map((r) => r.stats.minGrants))),
+      isBaton ? '' : fmtRatio(median(ratioTo(e))),
+      isBaton ? `≥ ${TARGET_RATIO}× best peer; p50 ≤ ${TARGET_P50_MS} ms; Jain ≥ ${TARGET_JAIN}` : '',
+      isBaton ? `${fmtMet(allMet)} (${fmtRatio(ratioVsBest)} best peer)` : '',
+      notes.join('; '),
+    ]
+  })
+
+  const bestRuns = results.get(bestPeer.id)
+  const summary: SummaryRow[] = [
+    {
+      figure: `3. hand-overs/s, ${FLOWS} flows / ${PROCESSES} processes, 1 key`,
+      baton: fmtRate(medianOf(batonRuns, rate)),
+      other: `best peer ${bestPeer.label}: ${fmtRate(medianOf(bestRuns, rate))}`,
+      ratio: fmtRatio(ratioVsBest),
+      target: `≥ ${TARGET_RATIO}× best peer`,
+      met: met.ratio,
+    },
+    {
+      figure: '3. release → next holder, p50',
+      baton: fmtMs(batonP50),
+      other: `${bestPeer.label}: ${fmtMs(medianOf(bestRuns, (r) => r.stats.releaseToNextP50))}`,
+      ratio: '—',
+      target: `≤ ${TARGET_P50_MS} ms`,
+      met: met.p50,
+    },
+    {
+      figure: `3. Jain's index of grants over ${FLOWS} flows`,
+      baton: fmtNum(batonJain, 3),
+      other: `${bestPeer.label}: ${fmtNum(medianOf(bestRuns, (r) => r.stats.jain), 3)}`,
+      ratio: '—',
+      target: `≥ ${TARGET_JAIN}`,
+      met: met.jain,
+    },
+  ]
+  const markdown = [
+    `## 3. Hand-over: ${FLOWS} flows in ${PROCESSES} processes on one key (Redis)`,
+    '',
+    `${FLOWS} flows split over ${PROCESSES} forked OS processes (one client per process and contender), all on ONE key; each flow loops `
+    + `acquire (wait up to 30 s) → hold ${HOLD_MS} ms (setTimeout) → release → re-acquire at once. `
+    + 'A hand-over is a grant to another flow than the previous holder (a flow re-taking its own lock does not count). '
+    + 'release→next: release call start of holder k → grant seen by holder k+1 (hand-overs only); wait: acquire call start → grant. '
+    + 'Jain\'s index is over the grant counts of all 16 flows (1 = perfectly even). '
+    + `Peers run at their most aggressive setting (retry every 1 ms) and at their defaults. `
+    + `${runs} runs × ${windowMs} ms window per contender, order rotated each run; medians over runs; "baton ÷ this" is the median of per-run ratios.`,
+    '',
+    table(headers, rows),
+  ].join('\n')
+  return { markdown, summary }
+}
