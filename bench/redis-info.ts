@@ -1,12 +1,36 @@
-import type { Redis } from 'ioredis'
+import { Redis } from 'ioredis'
 import { wallNow } from './util.js'
+
+/**
+ * Commands this process's ioredis clients sent (every contender talks to Redis
+ * through ioredis), INFO excluded. Counted at Redis.prototype.sendCommand, so
+ * a NOSCRIPT → EVAL resend counts as the two commands it is. Used instead of
+ * INFO's total_commands_processed, which on Redis 7 also counts every call a
+ * script makes (checked: EVAL with 4 redis.call() adds 5).
+ */
+export const sentCommands = { count: 0 }
+let counting = false
+
+export function countSentCommands(): void {
+  if (counting) return
+  counting = true
+  type Send = (this: Redis, command: { name: string }, ...rest: unknown[]) => unknown
+  const proto = Redis.prototype as unknown as { sendCommand: Send }
+  const original = proto.sendCommand
+  proto.sendCommand = function (command, ...rest) {
+    if (command.name !== 'info') sentCommands.count++
+    return original.call(this, command, ...rest)
+  }
+}
 
 /** Counters from one `INFO stats commandstats` call. */
 export interface CommandSnapshot {
   /** wallNow() just before the INFO was sent. */
   at: number
-  /** total_commands_processed: commands clients sent (not calls inside scripts). */
+  /** total_commands_processed (on Redis 7 this includes the calls scripts make). */
   total: number
+  /** sentCommands.count when the INFO was sent. */
+  sent: number
   /** Sum of calls= over commandstats (includes calls made inside scripts), without INFO itself. */
   calls: number
   perCommand: Map<string, number>
@@ -14,6 +38,7 @@ export interface CommandSnapshot {
 
 export async function commandSnapshot(admin: Redis): Promise<CommandSnapshot> {
   const at = wallNow()
+  const sent = sentCommands.count
   const text = String(await admin.call('INFO', 'stats', 'commandstats'))
   const total = Number(/^total_commands_processed:(\d+)/m.exec(text)?.[1] ?? NaN)
   const perCommand = new Map<string, number>()
@@ -24,16 +49,16 @@ export async function commandSnapshot(admin: Redis): Promise<CommandSnapshot> {
     perCommand.set(name, n)
     if (name !== 'info') calls += n
   }
-  return { at, total, calls, perCommand }
+  return { at, total, sent, calls, perCommand }
 }
 
-export function diffSnapshots(a: CommandSnapshot, b: CommandSnapshot): { total: number; calls: number; perCommand: Map<string, number> } {
+export function diffSnapshots(a: CommandSnapshot, b: CommandSnapshot): { total: number; sent: number; calls: number; perCommand: Map<string, number> } {
   const perCommand = new Map<string, number>()
   for (const [name, n] of b.perCommand) {
     const d = n - (a.perCommand.get(name) ?? 0)
     if (d > 0 && name !== 'info') perCommand.set(name, d)
   }
-  return { total: b.total - a.total, calls: b.calls - a.calls, perCommand }
+  return { total: b.total - a.total, sent: b.sent - a.sent, calls: b.calls - a.calls, perCommand }
 }
 
 export async function usedMemory(admin: Redis): Promise<number> {

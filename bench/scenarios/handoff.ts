@@ -39,7 +39,7 @@ export const handoff: Scenario = {
   title: `3. Hand-over: ${FLOWS} flows in ${PROCESSES} processes on one key (Redis)`,
   async run(ctx: BenchContext): Promise<ScenarioResult> {
     const runs = ctx.pick(5, 1)
-    const windowMs = ctx.pick(2500, 1000)
+    const windowMs = ctx.pick(2000, 1000)
     const warmupMs = ctx.pick(300, 200)
     const specs = [
       spec('baton'),

@@ -11,7 +11,7 @@ export const parallel = pairsScenario({
   subject: 'baton',
   flows: 64,
   runs: [5, 2],
-  durationMs: [1000, 250],
+  durationMs: [800, 250],
   warmupMs: [300, 100],
   minRatio: 0.9,
 })

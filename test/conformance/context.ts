@@ -41,7 +41,7 @@ export class SuiteContext {
   worker(task: WorkerTask): Worker {
     const script = fileURLToPath(new URL('./worker.js', import.meta.url))
     const child = spawn(process.execPath, [script, JSON.stringify({ url: this.harness.url, ...task })], {
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['pipe', 'pipe', 'inherit'],
     })
     this.children.push(child)
     return new Worker(child)
@@ -57,6 +57,10 @@ export type WorkerTask =
   | { task: 'counter'; name: string; file: string; iterations: number; ttl: number }
   | { task: 'hold'; name: string; ttl: number; kind?: 'mutex' | 'semaphore'; permits?: number; fair?: boolean }
   | { task: 'wait'; name: string; ttl: number; fair?: boolean }
+  /** Reads "wait <id>" lines on stdin: each starts one waiter for a fair mutex; prints "waiting <id>", "granted <id> <token>". */
+  | { task: 'queue'; name: string; ttl: number; holdMs: number }
+  /** Loops over a semaphore, appending "+" / "-" to `file` on entering / leaving. */
+  | { task: 'permits'; name: string; file: string; iterations: number; permits: number; ttl: number }
 
 export class Worker {
   private readonly seen: string[] = []
@@ -85,6 +89,10 @@ export class Worker {
       timeoutMs,
       `worker line "${prefix}"`,
     )
+  }
+
+  send(line: string): void {
+    this.child.stdin!.write(`${line}\n`)
   }
 
   kill9(): void {

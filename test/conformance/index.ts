@@ -9,6 +9,9 @@ import { loss } from './loss.js'
 import { badInput } from './bad-input.js'
 import { lockDelay } from './lock-delay.js'
 import { crashes } from './crashes.js'
+import { fair } from './fair.js'
+import { rwlock } from './rwlock.js'
+import { semaphore } from './semaphore.js'
 
 export type { StoreHarness, MakeStore } from './context.js'
 
@@ -35,6 +38,9 @@ export function runConformance(storeName: string, makeStore: MakeStore): void {
     loss(ctx)
     lockDelay(ctx)
     crashes(ctx)
+    fair(ctx)
+    rwlock(ctx)
+    semaphore(ctx)
     badInput(ctx)
   })
 }

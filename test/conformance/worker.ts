@@ -3,7 +3,8 @@
  * lines on stdout for the parent: "held <token>", "waiting", "granted <token>",
  * "done <n>".
  */
-import { readFile, writeFile } from 'node:fs/promises'
+import { appendFile, readFile, writeFile } from 'node:fs/promises'
+import { createInterface } from 'node:readline'
 import diagnostics_channel from 'node:diagnostics_channel'
 import { connect } from '../../src/index.js'
 import type { WorkerTask } from './context.js'
@@ -33,6 +34,37 @@ switch (task.task) {
     const lease = await lock.acquire({ autoExtend: true })
     console.log(`held ${lease.token}`)
     await new Promise(() => {}) // until killed
+    break
+  }
+  case 'queue': {
+    const lock = baton.mutex(task.name, { ttl: task.ttl, fair: true })
+    createInterface({ input: process.stdin }).on('line', (line) => {
+      const [command, id] = line.split(' ')
+      if (command !== 'wait') return
+      const onWait = () => {
+        diagnostics_channel.unsubscribe('baton:wait', onWait)
+        console.log(`waiting ${id}`)
+      }
+      diagnostics_channel.subscribe('baton:wait', onWait)
+      void lock.using(async (lease) => {
+        console.log(`granted ${id} ${lease.token}`)
+        await new Promise((r) => setTimeout(r, task.holdMs))
+      })
+    })
+    await new Promise(() => {}) // until killed
+    break
+  }
+  case 'permits': {
+    const semaphore = baton.semaphore(task.name, { permits: task.permits, ttl: task.ttl })
+    for (let i = 0; i < task.iterations; i++) {
+      await semaphore.using(async () => {
+        await appendFile(task.file, '+')
+        await new Promise((r) => setImmediate(r))
+        await appendFile(task.file, '-')
+      })
+    }
+    console.log(`done ${task.iterations}`)
+    await baton.close()
     break
   }
   case 'wait': {
