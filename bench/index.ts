@@ -15,6 +15,7 @@ import { redisVersion } from './redis-info.js'
 import { fmtMet, reasonOf, table } from './report.js'
 import { scenarios } from './scenarios/index.js'
 import type { BenchContext, ScenarioResult, SummaryRow } from './types.js'
+import { withTimeout } from './util.js'
 import { stopWorkers } from './workers.js'
 
 const REPORT_FILE = new URL('../../bench/last-run.md', import.meta.url)
@@ -64,7 +65,8 @@ async function main(): Promise<number> {
     const t0 = Date.now()
     let result: ScenarioResult
     try {
-      result = await scenario.run(ctx)
+      // Safety net: a peer stuck in a way no scenario timeout catches must not hang the benchmark.
+      result = await withTimeout(scenario.run(ctx), ctx.pick(300_000, 120_000), scenario.id)
     } catch (error) {
       const reason = `failed: ${reasonOf(error)}`
       log(`  ${reason}`)

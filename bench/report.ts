@@ -88,7 +88,7 @@ export function fmtMs(n: number): string {
 
 export function fmtRatio(n: number): string {
   if (!Number.isFinite(n)) return n === Infinity ? '∞' : '—'
-  return `${n.toFixed(2)}×`
+  return n !== 0 && Math.abs(n) < 0.1 ? `${n.toPrecision(2)}×` : `${n.toFixed(2)}×`
 }
 
 export function fmtNum(n: number, digits = 2): string {

@@ -73,7 +73,7 @@ export const commands: Scenario = {
         const stats = analyzeGrants(result.grants, flowIds, a.at, b.at)
         if (stats.handoffs === 0) {
           const why = Object.keys(result.errors)[0]
-          throw new Error(`no hand-over in ${windowMs} ms (${stats.grants} grants${why ? `; ${why}` : ''})`)
+          throw new Error(`no hand-over in ${windowMs} ms (${stats.grants} grants${result.stuckFlows ? `, ${result.stuckFlows} flows stuck in acquire/release` : ''}${why ? `; ${why}` : ''})`)
         }
         const d = diffSnapshots(a, b)
         const perCommand = new Map([...d.perCommand].map(([name, n]) => [name, n / stats.handoffs]))

@@ -92,7 +92,7 @@ export const handoff: Scenario = {
       const stats = analyzeGrants(parts.flatMap((p) => p.grants), flowIds, from, to)
       if (stats.handoffs === 0) {
         const why = Object.keys(errors)[0]
-        throw new Error(`no hand-over to another flow in ${windowMs} ms (${stats.grants} grants${why ? `; ${why}` : ''})`)
+        throw new Error(`no hand-over to another flow in ${windowMs} ms (${stats.grants} grants${stuckFlows ? `, ${stuckFlows} flows stuck in acquire/release` : ''}${why ? `; ${why}` : ''})`)
       }
       return { stats, errors, counters, stuckFlows }
     }

@@ -3,12 +3,12 @@
  * ttl 10 min), compare used_memory before and after; the same for raw
  * SET NX PX as a reference. Also what stays behind once they are released.
  */
-import { createContender, spec, specLabel, type ContenderSpec, type Release } from '../peers/index.js'
+import { createContender, spec, specLabel, type Contender, type ContenderSpec, type Release } from '../peers/index.js'
 import { closeRedis, openRedis } from '../peers/redis-client.js'
 import { usedMemory } from '../redis-info.js'
 import { fmtBytes, fmtInt, fmtMet, fmtNum, fmtRatio, reasonOf, table } from '../report.js'
 import type { BenchContext, Scenario, ScenarioResult } from '../types.js'
-import { sleep } from '../util.js'
+import { sleep, withTimeout } from '../util.js'
 
 const CONCURRENCY = 256
 const TTL_MS = 10 * 60_000
@@ -41,27 +41,32 @@ export const memory: Scenario = {
     try {
       for (const s of specs) {
         ctx.log(`  ${specLabel(s)}: ${locks} locks`)
-        const contender = await createContender(s, ctx.redisUrl)
-        try {
+        let contender: Contender | undefined
+        const measure = async (): Promise<Measured> => {
+          const c = await createContender(s, ctx.redisUrl)
+          contender = c
           // Scripts loaded and connections warm before the baseline reading.
-          await (await contender.acquire('mem/warm-up'))()
+          await (await c.acquire('mem/warm-up'))()
           await admin.call('FLUSHALL', 'SYNC')
           await sleep(200)
           const before = await usedMemory(admin)
           const releases: Release[] = new Array(locks)
           await pool(locks, async (i) => {
-            releases[i] = await contender.acquire(nameOf(i))
+            releases[i] = await c.acquire(nameOf(i))
           })
           const held = await usedMemory(admin)
           const keysHeld = Number(await admin.dbsize())
           await pool(locks, (i) => releases[i]!())
           const afterRelease = await usedMemory(admin)
           const keysAfterRelease = Number(await admin.dbsize())
-          results.set(s.peer, { locks, before, held, afterRelease, keysHeld, keysAfterRelease })
+          return { locks, before, held, afterRelease, keysHeld, keysAfterRelease }
+        }
+        try {
+          results.set(s.peer, await withTimeout(measure(), ctx.pick(120_000, 60_000), `${locks} locks`))
         } catch (error) {
           results.set(s.peer, `failed: ${reasonOf(error)}`)
         } finally {
-          await contender.close()
+          await contender?.close()
           await admin.call('FLUSHALL', 'SYNC')
         }
       }

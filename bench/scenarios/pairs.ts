@@ -5,9 +5,9 @@
  */
 import { parallelPairs, sequentialPairs } from '../flows.js'
 import type { ContenderSpec, PeerId } from '../peers/index.js'
-import { fmtMet, fmtMs, fmtRate, fmtRatio, median, table } from '../report.js'
+import { fmtMet, fmtMs, fmtRate, fmtRatio, median, reasonOf, table } from '../report.js'
 import type { BenchContext, Scenario, ScenarioResult, SummaryRow } from '../types.js'
-import { alternate, failureNote, pairedRatios, runTag, type Outcome } from '../util.js'
+import { alternate, failureNote, pairedRatios, runTag, withTimeout, type Outcome } from '../util.js'
 import { closeEntrants, failedRuns, keyPart, medianOf, openEntrants, ready, type Entrant } from './common.js'
 
 export interface PairsScenarioOptions {
@@ -60,15 +60,17 @@ export function pairsScenario(o: PairsScenarioOptions): Scenario {
       const entrants = await openEntrants(o.contenders, ctx.redisUrl)
       let results: Map<string, Outcome<PairStats>[]>
       try {
+        const warmupMs = ctx.pick(...o.warmupMs)
         for (const e of ready(entrants)) {
           try {
-            await measure(e, ctx.pick(...o.warmupMs))
+            await withTimeout(measure(e, warmupMs), warmupMs + 10_000, 'warm-up')
           } catch (error) {
-            e.setupError = `warm-up: ${(error as Error).message}`
+            e.setupError = reasonOf(error)
+            ctx.log(`  ${e.id}: failed: ${e.setupError}`)
           }
         }
         results = await alternate(runs, ready(entrants), (e) => measure(e, durationMs), {
-          timeoutMs: durationMs + 20_000,
+          timeoutMs: durationMs + 10_000,
           log: ctx.log,
         })
       } finally {

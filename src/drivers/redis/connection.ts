@@ -6,8 +6,13 @@ import type { StoreUrl } from '../../core/url.js'
 export type RedisClient = Redis | Cluster
 
 export interface RedisTarget {
-  /** Makes a new connection (or cluster client) to the same store. */
-  create(): RedisClient
+  /**
+   * Makes a new connection (or cluster client) to the same store. A
+   * subscriber does not resubscribe by itself: ioredis' own resubscription
+   * leaves a rejected promise unhandled when the connection closes meanwhile,
+   * so the driver resubscribes on 'ready' instead.
+   */
+  create(role?: 'subscriber'): RedisClient
   /** Key prefix, `?prefix=` in the URL, default "baton". */
   readonly keyPrefix: string
   readonly display: string
@@ -43,13 +48,13 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
       const db = url.path === '' ? 0 : Number(url.path)
       if (!Number.isInteger(db) || db < 0) throw invalidArgument(`the database "${url.path}" in ${url.display} must be a whole number`)
       const settings: RedisOptions = { ...common, ...hosts[0], db, ...(url.scheme === 'rediss' ? { tls: {} } : {}) }
-      return { keyPrefix, display: url.display, create: () => new Redis(settings) }
+      return { keyPrefix, display: url.display, create: (role) => new Redis(forRole(settings, role)) }
     }
     case 'redis+sentinel': {
       if (hosts.length === 0 || !url.path) throw invalidArgument(`${url.display} must be redis+sentinel://host:port[,host:port…]/mastername`)
       const sentinels = url.hosts.map((h) => ({ host: h.host, port: h.port ?? DEFAULT_SENTINEL_PORT }))
       const settings: RedisOptions = { ...common, sentinels, name: url.path }
-      return { keyPrefix, display: url.display, create: () => new Redis(settings) }
+      return { keyPrefix, display: url.display, create: (role) => new Redis(forRole(settings, role)) }
     }
     case 'redis+cluster': {
       if (hosts.length === 0) throw invalidArgument(`${url.display} must name at least one cluster node`)
@@ -60,16 +65,24 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
         clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
         redisOptions: { ...common, lazyConnect: false },
       }
-      return { keyPrefix, display: url.display, create: () => new Cluster(hosts, settings) }
+      return {
+        keyPrefix,
+        display: url.display,
+        create: (role) => new Cluster(hosts, { ...settings, redisOptions: forRole(settings.redisOptions!, role) }),
+      }
     }
     default:
       throw invalidArgument(`the redis driver does not handle ${url.scheme}://`)
   }
 }
 
+function forRole(settings: RedisOptions, role?: 'subscriber'): RedisOptions {
+  return role === 'subscriber' ? { ...settings, autoResubscribe: false } : settings
+}
+
 /** Connects within the connect timeout, or fails with BACKEND_UNAVAILABLE and leaves nothing running. */
-export async function openClient(target: RedisTarget, timeoutMs: number): Promise<RedisClient> {
-  const client = target.create()
+export async function openClient(target: RedisTarget, timeoutMs: number, role?: 'subscriber'): Promise<RedisClient> {
+  const client = target.create(role)
   // Errors are reported through the commands that fail; an 'error' event with
   // no listener would crash the process.
   client.on('error', () => {})

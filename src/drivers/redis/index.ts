@@ -179,9 +179,14 @@ export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: D
   const client = await openClient(target, options.connectTimeoutMs)
   let subscriber: RedisClient
   try {
-    subscriber = await openClient(target, options.connectTimeoutMs)
+    subscriber = await openClient(target, options.connectTimeoutMs, 'subscriber')
     const driver = new RedisDriver(client, subscriber, target, options.clientId)
     await subscriber.subscribe(driver.wakeChannel)
+    // After a reconnect (or failover): wake-ups sent meanwhile are lost, which
+    // the waiters' retry timers cover; new ones must reach us again.
+    subscriber.on('ready', () => {
+      subscriber.subscribe(driver.wakeChannel).catch(() => {})
+    })
     return driver
   } catch (cause) {
     client.disconnect()
