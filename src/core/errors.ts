@@ -68,11 +68,13 @@ export const invalidArgument = (message: string, cause?: unknown): BatonError =>
 export function backendUnavailable(store: string, cause: unknown): BatonError {
   if (cause instanceof BatonError) return cause
   const detail = cause instanceof Error ? cause.message : String(cause)
-  return new BatonError(
-    'BACKEND_UNAVAILABLE',
-    `the ${store} store did not answer (${detail}); check that it is running and reachable, or raise "connectTimeout" / "commandTimeout" in connect() options`,
-    { cause },
-  )
+  // A store that answered with an error (a refused command, a full disk, a
+  // key of another program) is not the same as one that did not answer.
+  const answered = cause instanceof Error && cause.name === 'ReplyError'
+  const message = answered
+    ? `the ${store} answered with an error: ${detail}`
+    : `the ${store} did not answer (${detail}); check that it is running and reachable, or raise "connectTimeout" / "commandTimeout" in connect() options`
+  return new BatonError('BACKEND_UNAVAILABLE', message, { cause })
 }
 
 export function leaseLost(name: string, why: string): BatonError {

@@ -17,7 +17,7 @@
     {0, retryAfterMs, holderMember, holderEnd}   busy (holder fields may be false)
     {-1, detail}                                 conflict: can never succeed as asked
 ]]
---- @include "lib"
+--- @include "basics"
 
 local holdersKey, tokenKey, lineKey, infoKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, spec = ARGV[1], ARGV[2]
@@ -41,6 +41,8 @@ if not first[1] and not lineExists then
   redis.call('PEXPIRE', holdersKey, ttl + delay)
   return {1, token, ttl}
 end
+
+--- @include "lib"
 
 if first[1] then
   local _, otherSpec = parseMember(first[1])

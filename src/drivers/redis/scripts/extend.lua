@@ -8,7 +8,7 @@
 
   Returns the ttl set, or 0 when the hold is gone (expired, forced, replaced).
 ]]
---- @include "lib"
+--- @include "basics"
 
 local holdersKey, member = KEYS[1], ARGV[1]
 local ttl, delay = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -21,6 +21,8 @@ if modeOf(spec) == 'x' or modeOf(spec) == 'w' then
   -- An exclusive holder is alone: the key lives exactly as long as it does.
   redis.call('PEXPIRE', holdersKey, ttl + delay)
 else
-  keepUntilLastHolder(holdersKey, now)
+  -- Shared holders: the key lives as long as the longest of them.
+  local last = redis.call('ZRANGE', holdersKey, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIRE', holdersKey, math.max(1, tonumber(last[2]) - now))
 end
 return ttl

@@ -8,6 +8,7 @@
 
   Returns the number of live holds dropped.
 ]]
+--- @include "basics"
 --- @include "lib"
 
 local holdersKey = KEYS[1]

@@ -7,6 +7,7 @@
   Returns {now, lastToken, {member, score, ...}, {owner, info, ...}}
   (expired-but-delaying members included; the caller filters by time).
 ]]
+--- @include "basics"
 --- @include "lib"
 
 local now = storeNow()

@@ -1,5 +1,6 @@
 --[[
-  Shared helpers, included by the scripts that grant or hand over.
+  Shared helpers, included (after basics.lua) by the scripts that grant or
+  hand over.
 
   Data layout of one name (all keys share the {name} hash tag, see keys.ts):
     holders  ZSET  member "<owner>|<spec>|<token>|<lockDelayMs>"
@@ -17,24 +18,6 @@
   Wake-ups go to the waiting client's own channel: <channel prefix><client id>.
 ]]
 
-local function storeNow()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
--- Lua 5.1 prints large numbers in exponent form; tokens and times need digits.
-local function int(n)
-  return string.format('%d', n)
-end
-
-local function parseMember(member)
-  local owner, spec, token, delay = string.match(member, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-  return owner, spec, token, tonumber(delay)
-end
-
-local function modeOf(spec)
-  return string.sub(spec, 1, 1)
-end
 
 local function permitsOf(spec)
   return tonumber(string.match(spec, '^%a(%d+)'))
@@ -59,11 +42,6 @@ local function conflict(name, spec, other)
   return nil
 end
 
--- Drops members whose lease and lock delay have both passed.
-local function prune(holdersKey, now)
-  redis.call('ZREMRANGEBYSCORE', holdersKey, '-inf', now)
-end
-
 -- Whether a hold of mode `mode` fits next to the current holders. Writers
 -- and exclusive holders are alone, so one sampled member tells the rest.
 local function fits(holdersKey, mode, permits, writerWaiting)
@@ -82,18 +60,6 @@ end
 local function keepUntilLastHolder(holdersKey, now)
   local last = redis.call('ZRANGE', holdersKey, -1, -1, 'WITHSCORES')
   if last[2] then redis.call('PEXPIRE', holdersKey, math.max(1, tonumber(last[2]) - now)) end
-end
-
--- A new counter (new name, or a store restarted empty) jumps to the store
--- clock x 1000, above every token granted before, as long as the clock did
--- not go back and the name averaged under 1000 grants per ms.
-local function nextToken(tokenKey, now)
-  local token = redis.call('INCR', tokenKey)
-  if token == 1 then
-    token = now * 1000 + 1
-    redis.call('SET', tokenKey, int(token))
-  end
-  return token
 end
 
 local function grant(holdersKey, tokenKey, owner, spec, ttl, delay, now)

@@ -11,7 +11,6 @@
 
   Returns 1 if the owner held the name, else 0.
 ]]
---- @include "lib"
 
 local holdersKey, lineKey, infoKey = KEYS[1], KEYS[3], KEYS[4]
 local member, owner = ARGV[1], ARGV[2]
@@ -21,7 +20,12 @@ if member ~= '' then
   released = redis.call('ZREM', holdersKey, member)
   -- Fast path: nobody waits, nothing to hand over.
   if redis.call('EXISTS', lineKey) == 0 then return released end
-else
+end
+
+--- @include "basics"
+--- @include "lib"
+
+if member == '' then
   for _, held in ipairs(redis.call('ZRANGE', holdersKey, 0, -1)) do
     if string.sub(held, 1, #owner + 1) == owner .. '|' then
       released = redis.call('ZREM', holdersKey, held)
