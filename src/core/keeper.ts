@@ -5,14 +5,14 @@ import { channels } from './events.js'
 import { Hold, Lease } from './lease.js'
 import { newOwnerId } from './owner.js'
 import { heldInFlow } from './reentrancy.js'
-import { obtain, WakeRoute } from './waiter.js'
+import { obtain, WakeRoute, type AttemptRequest } from './waiter.js'
 import { Watchdog } from './watchdog.js'
 
 export interface TakeOptions {
   ttlMs: number
   /** 0: one attempt only (tryAcquire). Infinity: until granted or aborted. */
   waitMs: number
-  signal?: AbortSignal
+  signal: AbortSignal | undefined
   autoExtend: boolean
   reentrant: boolean
 }
@@ -29,26 +29,27 @@ export class Keeper {
 
   constructor(readonly driver: Driver, readonly clientId: string) {}
 
-  /** Key of a lock in reentrancy scopes: holds of another client never match. */
-  scopeKey(name: string): string {
-    return `${this.clientId}\u0000${name}`
-  }
-
   async take(spec: LockSpec, options: TakeOptions): Promise<Lease | null> {
     if (this.closed) throw new BatonError('INVALID_ARGUMENT', 'this baton client is closed; call connect() again')
-    const scopeKey = this.scopeKey(spec.name)
     if (options.reentrant) {
-      const inFlow = heldInFlow<Hold>(scopeKey)
-      if (inFlow) return this.reenter(inFlow, spec, scopeKey)
+      const inFlow = heldInFlow<Hold>(this.clientId, spec.name)
+      if (inFlow) return this.reenter(inFlow, spec)
     }
 
     const owner = newOwnerId(this.clientId)
     const route = new WakeRoute()
     const unwatch = this.driver.watch(spec.name, owner, route.deliver)
     const started = monotonicNow()
+    // One object serves as every attempt's request and then as the hold's ref.
+    // Spelled out, not spread: V8 turns `{ ...spec, more }` into a slow
+    // dictionary object, which cost more than the rest of an acquire.
+    const request: AttemptRequest & { token: bigint } = {
+      name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
+      lockDelayMs: spec.lockDelayMs, owner, ttlMs: options.ttlMs, enqueue: false, queueTtlMs: 0, retry: false, token: 0n,
+    }
     let grant
     try {
-      grant = await obtain(this.driver, { ...spec, owner, ttlMs: options.ttlMs }, options.waitMs, route, options.signal)
+      grant = await obtain(this.driver, request, options.waitMs, route, options.signal)
     } catch (error) {
       unwatch()
       throw error
@@ -57,19 +58,24 @@ export class Keeper {
       unwatch()
       return null
     }
-    const ref: HoldRef = { ...spec, owner, token: grant.token }
-    const hold = new Hold(this.driver, ref, grant, this.watchdog, () => {
-      unwatch()
-      this.live.delete(owner)
-    })
+    request.token = grant.token
+    const hold = new Hold(this.driver, request, grant, this, unwatch)
     this.live.set(owner, hold)
-    route.to(hold.onWake)
+    route.to(hold)
     if (options.autoExtend) this.watchdog.add(hold)
-    channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff })
-    return new Lease(hold, scopeKey)
+    if (channels.acquire.hasSubscribers) {
+      channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff })
+    }
+    return new Lease(hold, this.clientId)
   }
 
-  private reenter(hold: Hold, spec: LockSpec, scopeKey: string): Lease {
+  /** Called by a hold when it ends (released or lost). */
+  forget(hold: Hold): void {
+    this.watchdog.remove(hold)
+    this.live.delete(hold.ref.owner)
+  }
+
+  private reenter(hold: Hold, spec: LockSpec): Lease {
     const held = hold.ref
     const fits =
       held.mode === spec.mode || (held.mode === 'write' && spec.mode === 'read')
@@ -82,8 +88,8 @@ export class Keeper {
       )
     }
     hold.count += 1
-    channels.acquire.publish({ ...hold.event(), waitedMs: 0, reentered: true, handoff: false })
-    return new Lease(hold, scopeKey)
+    if (channels.acquire.hasSubscribers) channels.acquire.publish({ ...hold.event(), waitedMs: 0, reentered: true, handoff: false })
+    return new Lease(hold, this.clientId)
   }
 
   /** Reentrant handles on `owner`'s hold when this client has it, else 1. */

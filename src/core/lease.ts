@@ -3,9 +3,8 @@ import { BatonError, leaseLost } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { channels, type HoldEvent } from './events.js'
 import { safetyMarginMs } from './margin.js'
-import { runHolding, type ScopedHold } from './reentrancy.js'
+import { runHolding, scopeKey, type ScopedHold } from './reentrancy.js'
 import type { Grant } from './waiter.js'
-import type { Watchdog } from './watchdog.js'
 
 type HoldState = 'held' | 'released' | 'lost'
 
@@ -16,15 +15,15 @@ type HoldState = 'held' | 'released' | 'lost'
  * from a timer.
  */
 export class Hold implements ScopedHold {
-  readonly controller = new AbortController()
   state: HoldState = 'held'
   /** Reentrant handles not yet released. */
   count = 1
   /** Monotonic instant the store's lease surely ends (from the last confirmed grant or renewal). */
   deadline = 0
-  /** Epoch ms estimate of the same instant, for display. */
-  expiresAt = 0
   ttlMs: number
+  /** Made on first use of `signal`: most holds end without anyone asking for it. */
+  private abortController: AbortController | undefined
+  private lossReason: BatonError | undefined
   /** A renewal in flight; release waits for it so they never cross in the store. */
   renewing: Promise<unknown> | undefined
   private lossTimer: NodeJS.Timeout | undefined
@@ -33,7 +32,7 @@ export class Hold implements ScopedHold {
     readonly driver: Driver,
     readonly ref: HoldRef,
     grant: Grant,
-    readonly watchdog: Watchdog,
+    private readonly keeper: { forget(hold: Hold): void },
     private readonly unwatch: () => void,
   ) {
     this.ttlMs = grant.ttlMs
@@ -44,20 +43,31 @@ export class Hold implements ScopedHold {
     return this.state === 'held'
   }
 
+  get signal(): AbortSignal {
+    if (!this.abortController) {
+      this.abortController = new AbortController()
+      if (this.lossReason) this.abortController.abort(this.lossReason)
+    }
+    return this.abortController.signal
+  }
+
+  /** Epoch ms estimate of `deadline`, for display. */
+  get expiresAt(): number {
+    return Math.round(Date.now() + this.deadline - monotonicNow())
+  }
+
   /** The store confirmed a lease of `ttlMs` counted from no earlier than `startedAt`. */
   confirm(startedAt: number, ttlMs: number): void {
     if (this.state !== 'held') return
     this.deadline = startedAt + ttlMs
-    const now = monotonicNow()
-    this.expiresAt = Math.round(Date.now() + this.deadline - now)
-    clearTimeout(this.lossTimer)
     // Fire before the store lets go, never after it.
-    const lossIn = this.deadline - safetyMarginMs(this.ttlMs) - now
-    this.lossTimer = setTimeout(() => this.lose('its lease ran out without a confirmed renewal (raise "ttl", or use autoExtend / using())'), Math.max(0, lossIn))
+    const lossIn = this.deadline - safetyMarginMs(this.ttlMs) - monotonicNow()
+    clearTimeout(this.lossTimer)
+    this.lossTimer = setTimeout(expireHold, Math.max(0, lossIn), this)
     this.lossTimer.unref()
   }
 
-  onWake = (wake: Wake): void => {
+  onWake(wake: Wake): void {
     if (wake.type === 'lost') this.lose(wake.reason)
   }
 
@@ -67,8 +77,9 @@ export class Hold implements ScopedHold {
     this.stop()
     const error = leaseLost(this.ref.name, why)
     if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause })
-    this.controller.abort(error)
-    channels.lost.publish({ ...this.event(), error } satisfies HoldEvent & { error: Error })
+    this.lossReason = error
+    this.abortController?.abort(error)
+    if (channels.lost.hasSubscribers) channels.lost.publish({ ...this.event(), error } satisfies HoldEvent & { error: Error })
     // No release here: code that has not yet reacted to the signal may still
     // be working, so the store keeps the hold to its end (and lock delay after).
   }
@@ -77,8 +88,8 @@ export class Hold implements ScopedHold {
     if (this.state !== 'held') return
     this.state = 'released'
     this.stop()
-    await this.renewing?.catch(() => {})
-    channels.release.publish(this.event())
+    if (this.renewing) await this.renewing.catch(() => {})
+    if (channels.release.hasSubscribers) channels.release.publish(this.event())
     await this.driver.release(this.ref)
   }
 
@@ -94,11 +105,11 @@ export class Hold implements ScopedHold {
     if (result.status === 'lost') return this.lose('the store no longer has it (it expired or was taken over)')
     this.ttlMs = ttlMs
     this.confirm(sentAt, result.ttlMs)
-    channels.extend.publish(this.event())
+    if (channels.extend.hasSubscribers) channels.extend.publish(this.event())
   }
 
   notHeldError(): BatonError {
-    if (this.state === 'lost') return this.controller.signal.reason as BatonError
+    if (this.state === 'lost') return this.lossReason!
     return new BatonError('NOT_HOLDER', `the hold on "${this.ref.name}" was already released`, { lockName: this.ref.name })
   }
 
@@ -108,9 +119,13 @@ export class Hold implements ScopedHold {
 
   private stop(): void {
     clearTimeout(this.lossTimer)
-    this.watchdog.remove(this)
+    this.keeper.forget(this)
     this.unwatch()
   }
+}
+
+function expireHold(hold: Hold): void {
+  hold.lose('its lease ran out without a confirmed renewal (raise "ttl", or use autoExtend / using())')
 }
 
 /**
@@ -122,8 +137,7 @@ export class Lease implements AsyncDisposable {
 
   constructor(
     private readonly hold: Hold,
-    /** Key of this hold in reentrancy scopes. */
-    private readonly scopeKey: string,
+    private readonly clientId: string,
   ) {}
 
   get name(): string { return this.hold.ref.name }
@@ -134,7 +148,7 @@ export class Lease implements AsyncDisposable {
   /** Epoch ms at which the last confirmed lease ends (an estimate: the store's clock decides). */
   get expiresAt(): number { return this.hold.expiresAt }
   /** Aborted, with a BatonError('LEASE_LOST'), as soon as the hold is lost. */
-  get signal(): AbortSignal { return this.hold.controller.signal }
+  get signal(): AbortSignal { return this.hold.signal }
   /** True until released or lost. */
   get held(): boolean { return !this.released && this.hold.state === 'held' }
 
@@ -161,7 +175,7 @@ export class Lease implements AsyncDisposable {
 
   /** Runs `fn` in a scope where nested acquires of this lock re-enter this hold. */
   run<R>(fn: (lease: Lease) => R): R {
-    return runHolding(this.scopeKey, this.hold, () => fn(this))
+    return runHolding(scopeKey(this.clientId, this.hold.ref.name), this.hold, () => fn(this))
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

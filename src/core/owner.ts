@@ -1,17 +1,18 @@
 import { randomBytes } from 'node:crypto'
 
 /**
- * Owner ids are `<clientId>.<leaseId>`: the client part lets a store route a
+ * Owner ids are `<clientId>.<leaseId>`, short because a store keeps one per
+ * hold (8 + 1 + 4 + a base-36 counter characters): the client part lets a store route a
  * wake-up to the one connection that waits for it, the lease part makes every
  * hold unique, so one client's two flows never pass for each other.
  * Both are random (crypto), never guessable.
  */
 export function newClientId(): string {
-  return randomBytes(9).toString('base64url')
+  return randomBytes(6).toString('base64url')
 }
 
 let counter = 0
-const leasePrefix = randomBytes(6).toString('base64url')
+const leasePrefix = randomBytes(3).toString('base64url')
 
 export function newOwnerId(clientId: string): string {
   // A random per-process prefix plus a counter: unique, unguessable across

@@ -21,9 +21,16 @@ type Frame = ReadonlyMap<string, ScopedHold>
 
 const storage = new AsyncLocalStorage<Frame>()
 
-/** The live hold on `key` (client id + name) in this flow, if any. */
-export function heldInFlow<T extends ScopedHold>(key: string): T | undefined {
-  const hold = storage.getStore()?.get(key)
+/** Key of a lock in scopes: holds of another client never match. */
+export function scopeKey(clientId: string, name: string): string {
+  return `${clientId}\u0000${name}`
+}
+
+/** The live hold of this client on `name` in this flow, if any. */
+export function heldInFlow<T extends ScopedHold>(clientId: string, name: string): T | undefined {
+  const frame = storage.getStore()
+  if (!frame) return undefined
+  const hold = frame.get(scopeKey(clientId, name))
   return hold?.active ? (hold as T) : undefined
 }
 

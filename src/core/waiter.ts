@@ -1,4 +1,4 @@
-import type { AcquireRequest, Driver, Wake } from './driver.js'
+import type { AcquireRequest, Driver, LockSpec, Wake } from './driver.js'
 import { aborted, BatonError, invalidArgument, lockTimeout } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { channels, type WaitEvent } from './events.js'
@@ -16,14 +16,19 @@ export interface Grant {
  * then to the hold (for loss notices) once granted.
  */
 export class WakeRoute {
-  private handler: (wake: Wake) => void = () => {}
-  readonly deliver = (wake: Wake): void => this.handler(wake)
-  to(handler: (wake: Wake) => void): void {
+  /** Wake-ups that came while nobody listened (a hand-over can overtake the acquire reply). */
+  pending: Wake[] | undefined
+  private handler: { onWake(wake: Wake): void } | undefined
+  readonly deliver = (wake: Wake): void => {
+    if (this.handler) this.handler.onWake(wake)
+    else (this.pending ??= []).push(wake)
+  }
+  to(handler: { onWake(wake: Wake): void }): void {
     this.handler = handler
   }
 }
 
-export type AttemptRequest = Omit<AcquireRequest, 'enqueue' | 'queueTtlMs' | 'retry'>
+export type AttemptRequest = Mutable<AcquireRequest>
 
 /**
  * The one waiting engine. Tries once; if busy and allowed to wait, joins the
@@ -40,27 +45,22 @@ export async function obtain(
   const started = monotonicNow()
   const deadline = started + waitMs
   if (signal?.aborted) throw aborted(request.name, signal.reason)
-
-  const wakes: Wake[] = []
-  let nudge: (() => void) | undefined
-  route.to((wake) => {
-    wakes.push(wake)
-    nudge?.()
-  })
+  // One request object for every attempt of this owner.
+  const attempt = request
+  attempt.enqueue = waitMs > 0
+  attempt.queueTtlMs = Math.min(request.ttlMs, waitMs + 50)
+  attempt.retry = false
 
   let announced = false
-  for (let attempt = 0; ; attempt++) {
-    const remaining = deadline - monotonicNow()
-    const queueTtlMs = Math.max(1, Math.min(request.ttlMs, remaining + 50))
+  let nudge: (() => void) | undefined
+  for (;;) {
     const sentAt = monotonicNow()
-    const result = await driver
-      .acquire({ ...request, enqueue: waitMs > 0 && remaining > 0, queueTtlMs, retry: attempt > 0 })
-      .catch((error: unknown) => {
-        // The attempt may still reach the store after we gave up on it (a frozen
-        // server answers late): undo it in order, so no ghost holds the lock.
-        driver.release(request).catch(() => {})
-        throw error
-      })
+    const result = await driver.acquire(attempt).catch((error: unknown) => {
+      // The attempt may still reach the store after we gave up on it (a frozen
+      // server answers late): undo it in order, so no ghost holds the lock.
+      driver.release(waiterOf(request)).catch(() => {})
+      throw error
+    })
     if (result.status === 'granted') {
       return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
     }
@@ -68,17 +68,25 @@ export async function obtain(
     if (waitMs === 0) return null
     if (!announced) {
       announced = true
-      channels.wait.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store } satisfies WaitEvent)
+      if (channels.wait.hasSubscribers) {
+        channels.wait.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store } satisfies WaitEvent)
+      }
+      route.to({
+        onWake(wake) {
+          ;(route.pending ??= []).push(wake)
+          nudge?.()
+        },
+      })
     }
 
     // Sleep until something can have changed.
     const now = monotonicNow()
     if (now >= deadline) return giveUp(driver, request, lockTimeout(request.name, Math.round(now - started), result.holder))
-    const sleepMs = Math.max(1, Math.min(result.retryAfterMs, queueTtlMs / 3, deadline - now))
+    const sleepMs = Math.max(1, Math.min(result.retryAfterMs, attempt.queueTtlMs / 3, deadline - now))
     let timer: NodeJS.Timeout | undefined
     let onAbort: (() => void) | undefined
     await new Promise<void>((resolve) => {
-      if (wakes.length > 0) return resolve()
+      if (route.pending?.length) return resolve()
       nudge = resolve
       timer = setTimeout(resolve, sleepMs)
       if (signal) {
@@ -90,18 +98,29 @@ export async function obtain(
     clearTimeout(timer)
     if (onAbort) signal?.removeEventListener('abort', onAbort)
 
-    const granted = takeGrant(wakes)
+    const granted = takeGrant(route.pending)
+    route.pending = undefined
     if (granted) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: monotonicNow(), handoff: true }
-    wakes.length = 0
     if (signal?.aborted) return giveUp(driver, request, aborted(request.name, signal.reason))
-    if (monotonicNow() >= deadline) {
-      return giveUp(driver, request, lockTimeout(request.name, Math.round(monotonicNow() - started), result.holder))
-    }
+    const left = deadline - monotonicNow()
+    if (left <= 0) return giveUp(driver, request, lockTimeout(request.name, Math.round(waitMs - left), result.holder))
+    attempt.retry = true
+    attempt.queueTtlMs = Math.max(1, Math.min(request.ttlMs, left + 50))
   }
 }
 
-function takeGrant(wakes: Wake[]): Extract<Wake, { type: 'granted' }> | undefined {
-  return wakes.find((w): w is Extract<Wake, { type: 'granted' }> => w.type === 'granted')
+export type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+
+/** The request as "an owner that may be waiting or may have been handed the lock": no token. */
+function waiterOf(request: AttemptRequest): LockSpec & { owner: string } {
+  return {
+    name: request.name, kind: request.kind, mode: request.mode, fair: request.fair,
+    permits: request.permits, lockDelayMs: request.lockDelayMs, owner: request.owner,
+  }
+}
+
+function takeGrant(wakes: Wake[] | undefined): Extract<Wake, { type: 'granted' }> | undefined {
+  return wakes?.find((w): w is Extract<Wake, { type: 'granted' }> => w.type === 'granted')
 }
 
 /**
@@ -110,7 +129,7 @@ function takeGrant(wakes: Wake[]): Extract<Wake, { type: 'granted' }> | undefine
  */
 async function giveUp(driver: Driver, request: AttemptRequest, error: BatonError): Promise<never> {
   channels.giveUp.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store, code: error.code })
-  await driver.release(request).catch(() => {
+  await driver.release(waiterOf(request)).catch(() => {
     // The line entry then expires by itself within its queue ttl.
   })
   throw error

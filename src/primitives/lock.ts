@@ -40,7 +40,7 @@ export class LockHandle {
       waitMs: parseWait(opts.wait, Infinity),
       autoExtend: optionalBoolean(opts.autoExtend, 'autoExtend', false),
       reentrant: this.reentrant,
-      ...withSignal(parseSignal(opts.signal)),
+      signal: parseSignal(opts.signal),
     })
     return lease!
   }
@@ -53,6 +53,7 @@ export class LockHandle {
       waitMs: 0,
       autoExtend: optionalBoolean(opts.autoExtend, 'autoExtend', false),
       reentrant: this.reentrant,
+      signal: undefined,
     })
   }
 
@@ -65,8 +66,4 @@ export class LockHandle {
     const opts = checkOptions<UsingOptions>(options, 'using()', ['wait', 'signal'])
     return using(() => this.acquire({ ...opts, autoExtend: true }), fn)
   }
-}
-
-function withSignal(signal: AbortSignal | undefined): { signal?: AbortSignal } {
-  return signal ? { signal } : {}
 }

@@ -6,7 +6,7 @@ import { backendUnavailable } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
 import { keyList, lockKeys, nameOfKey, scanPattern, wakeChannelPrefix } from './keys.js'
-import { Scripts } from './scripts.js'
+import { Scripts, type ScriptName } from './scripts.js'
 
 const CAPABILITIES: Capabilities = {
   fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: false,
@@ -16,10 +16,12 @@ const MODE_LETTER: Record<HoldMode, string> = { exclusive: 'x', read: 'r', write
 const LETTER_MODE: Record<string, HoldMode> = { x: 'exclusive', r: 'read', w: 'write', p: 'permit' }
 const LETTER_KIND: Record<string, LockKind> = { x: 'mutex', r: 'rwlock', w: 'rwlock', p: 'semaphore' }
 
-/** "<mode letter><permits>[f]": how a hold's spec travels inside the store (see scripts/lib.lua). */
+/** "<mode letter>[permits][f]": how a hold's spec travels inside the store (see scripts/basics.lua). */
 function specOf(spec: LockSpec): string {
-  return `${MODE_LETTER[spec.mode]}${spec.permits}${spec.fair ? 'f' : ''}`
+  return `${MODE_LETTER[spec.mode]}${spec.kind === 'semaphore' ? spec.permits : ''}${spec.fair ? 'f' : ''}`
 }
+
+const isExclusive = (mode: HoldMode): boolean => mode === 'exclusive' || mode === 'write'
 
 function memberOf(hold: HoldRef): string {
   return `${hold.owner}|${specOf(hold)}|${hold.token}|${hold.lockDelayMs}`
@@ -68,14 +70,17 @@ export class RedisDriver implements Driver {
   async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
     // Issued together: ioredis' auto-pipelining sends them in one write per node.
     const replies = await Promise.all(
-      holds.map((hold) => this.call('extend', hold.name, [memberOf(hold), ttlMs, hold.lockDelayMs], 1)),
+      holds.map((hold) => {
+        const keys = lockKeys(this.target.keyPrefix, hold.name)
+        return this.run('extend', [isExclusive(hold.mode) ? keys.exclusive : keys.shared], [memberOf(hold), ttlMs, hold.lockDelayMs])
+      }),
     )
     return replies.map((ttl) => (Number(ttl) > 0 ? { status: 'extended', ttlMs: Number(ttl) } : { status: 'lost' }))
   }
 
   async release(hold: HoldRef | (LockSpec & { owner: string })): Promise<boolean> {
     const member = 'token' in hold ? memberOf(hold) : ''
-    const released = await this.call('release', hold.name, [member, hold.owner, hold.name, this.channelPrefix])
+    const released = await this.call('release', hold.name, [member, hold.owner, this.channelPrefix])
     return Number(released) === 1
   }
 
@@ -98,11 +103,12 @@ export class RedisDriver implements Driver {
     }
     if (summaries.length === 0 && waiters.length === 0) return null
     const spec = holders[0]?.split('|')[1] ?? waiters[0]!.spec
+    const permits = /^\D(\d+)/.exec(spec)?.[1]
     return {
       name,
       kind: LETTER_KIND[spec[0]!] ?? 'mutex',
       fair: spec.endsWith('f'),
-      permits: Number(/^\D(\d+)/.exec(spec)?.[1] ?? 1),
+      permits: permits === undefined ? 1 : Number(permits),
       holders: live,
       waiters: waiters.map(({ owner, mode }) => ({ owner, mode })),
       lastToken: BigInt(lastToken),
@@ -134,7 +140,7 @@ export class RedisDriver implements Driver {
   }
 
   async forceRelease(name: string): Promise<boolean> {
-    return Number(await this.call('forceRelease', name, [name, this.channelPrefix])) > 0
+    return Number(await this.call('forceRelease', name, [this.channelPrefix])) > 0
   }
 
   async close(): Promise<void> {
@@ -144,8 +150,12 @@ export class RedisDriver implements Driver {
     this.subscriber.disconnect()
   }
 
-  private async call(script: Parameters<Scripts['run']>[1], name: string, args: (string | number)[], keyCount = 4): Promise<unknown> {
-    const keys = keyList(lockKeys(this.target.keyPrefix, name)).slice(0, keyCount)
+  /** Runs a script that takes all five keys of `name`. */
+  private call(script: ScriptName, name: string, args: (string | number)[]): Promise<unknown> {
+    return this.run(script, keyList(lockKeys(this.target.keyPrefix, name)), args)
+  }
+
+  private async run(script: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await this.scripts.run(this.client, script, keys, args)
     } catch (cause) {

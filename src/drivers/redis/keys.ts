@@ -4,25 +4,26 @@
  * See scripts/lib.lua for what each key holds.
  */
 export interface LockKeys {
-  readonly holders: string
+  readonly shared: string
   readonly token: string
   readonly line: string
   readonly lineInfo: string
+  readonly exclusive: string
 }
 
 export function lockKeys(prefix: string, name: string): LockKeys {
   const base = `${prefix}:{${name}}:`
-  return { holders: `${base}h`, token: `${base}t`, line: `${base}q`, lineInfo: `${base}qi` }
+  return { shared: `${base}h`, token: `${base}t`, line: `${base}q`, lineInfo: `${base}qi`, exclusive: `${base}x` }
 }
 
-/** In the order every script declares them: KEYS[1..4]. */
-export function keyList(keys: LockKeys): [string, string, string, string] {
-  return [keys.holders, keys.token, keys.line, keys.lineInfo]
+/** In the order the scripts that take them all declare them: KEYS[1..5]. */
+export function keyList(keys: LockKeys): string[] {
+  return [keys.shared, keys.token, keys.line, keys.lineInfo, keys.exclusive]
 }
 
-/** SCAN pattern for the holders and line keys of names starting with `namePrefix`. */
+/** SCAN pattern for the hold and line keys of names starting with `namePrefix`. */
 export function scanPattern(prefix: string, namePrefix: string): string {
-  return `${escapeGlob(prefix)}:{${escapeGlob(namePrefix)}*}:[hq]`
+  return `${escapeGlob(prefix)}:{${escapeGlob(namePrefix)}*}:[hqx]`
 }
 
 /** The lock name inside a holders/line key, or undefined for other keys. */

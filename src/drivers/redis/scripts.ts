@@ -15,11 +15,11 @@ export interface ScriptSpec {
 }
 
 export const SCRIPTS = {
-  acquire: { file: 'acquire', numberOfKeys: 4 },
-  release: { file: 'release', numberOfKeys: 4 },
+  acquire: { file: 'acquire', numberOfKeys: 5 },
+  release: { file: 'release', numberOfKeys: 5 },
   extend: { file: 'extend', numberOfKeys: 1 },
-  forceRelease: { file: 'force-release', numberOfKeys: 4 },
-  inspect: { file: 'inspect', numberOfKeys: 4 },
+  forceRelease: { file: 'force-release', numberOfKeys: 5 },
+  inspect: { file: 'inspect', numberOfKeys: 5 },
 } as const satisfies Record<string, ScriptSpec>
 
 export type ScriptName = keyof typeof SCRIPTS

@@ -1,7 +1,23 @@
 --[[
   The few helpers the fast paths need, kept apart from lib.lua so that a
   script returning early never builds lib's closures (each EVALSHA runs the
-  whole chunk from the top). Layout of the keys: see lib.lua.
+  whole chunk from the top).
+
+  Keys of one name (all share the {name} hash tag, see keys.ts), in the order
+  every script that takes them all declares them:
+    KEYS[1] shared    ZSET   shared holds (read, permit): member, scored by
+                             lease end + lock delay (store ms)
+    KEYS[2] token     STRING the fencing counter; never expires, only INCRed
+    KEYS[3] line      ZSET   owner -> arrival number (order of service)
+    KEYS[4] lineinfo  HASH   owner -> "<spec>|<ttlMs>|<lockDelayMs>|<staleAt>";
+                             "~seq" last arrival number, "~w" writers in line
+    KEYS[5] exclusive STRING the exclusive hold (mutex, write): member, with
+                             PX = lease + lock delay
+  A member is "<owner>|<spec>|<token>|<lockDelayMs>". It is expired once less
+  than its lock delay is left, and gone (pruned, or expired by Redis) after.
+  <spec> is a mode letter (x exclusive, r read, w write, p permit), the
+  permit count for a semaphore, and "f" when fair: "x", "wf", "p5".
+  Exclusive and shared holds never coexist: a name has one kind at a time.
 ]]
 
 local function storeNow()
@@ -23,19 +39,27 @@ local function modeOf(spec)
   return string.sub(spec, 1, 1)
 end
 
+local function isExclusive(mode)
+  return mode == 'x' or mode == 'w'
+end
+
+local function memberOf(owner, spec, token, delay)
+  return owner .. '|' .. spec .. '|' .. int(token) .. '|' .. int(delay)
+end
+
 -- A new counter (new name, or a store restarted empty) jumps to the store
 -- clock x 1000, above every token granted before, as long as the clock did
 -- not go back and the name averaged under 1000 grants per ms.
-local function nextToken(tokenKey, now)
+local function nextToken(tokenKey)
   local token = redis.call('INCR', tokenKey)
   if token == 1 then
-    token = now * 1000 + 1
+    token = storeNow() * 1000 + 1
     redis.call('SET', tokenKey, int(token))
   end
   return token
 end
 
--- Drops members whose lease and lock delay have both passed.
-local function prune(holdersKey, now)
-  redis.call('ZREMRANGEBYSCORE', holdersKey, '-inf', now)
+-- Drops shared members whose lease and lock delay have both passed.
+local function prune(sharedKey, now)
+  redis.call('ZREMRANGEBYSCORE', sharedKey, '-inf', now)
 end

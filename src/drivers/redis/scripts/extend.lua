@@ -1,7 +1,7 @@
 --[[
   extend: renews one hold, only if it is still the owner's and not expired.
 
-  KEYS[1] holders
+  KEYS[1] the hold's key: exclusive (STRING) for x / w, shared (ZSET) for r / p
   ARGV[1] holder member ("<owner>|<spec>|<token>|<lockDelayMs>")
   ARGV[2] new ttl ms
   ARGV[3] lock delay ms of the hold
@@ -10,19 +10,17 @@
 ]]
 --- @include "basics"
 
-local holdersKey, member = KEYS[1], ARGV[1]
+local key, member = KEYS[1], ARGV[1]
 local ttl, delay = tonumber(ARGV[2]), tonumber(ARGV[3])
-local now = storeNow()
-local score = redis.call('ZSCORE', holdersKey, member)
-if not score or tonumber(score) - delay <= now then return 0 end
-redis.call('ZADD', holdersKey, 'XX', now + ttl + delay, member)
-local _, spec = parseMember(member)
-if modeOf(spec) == 'x' or modeOf(spec) == 'w' then
-  -- An exclusive holder is alone: the key lives exactly as long as it does.
-  redis.call('PEXPIRE', holdersKey, ttl + delay)
-else
-  -- Shared holders: the key lives as long as the longest of them.
-  local last = redis.call('ZRANGE', holdersKey, -1, -1, 'WITHSCORES')
-  redis.call('PEXPIRE', holdersKey, math.max(1, tonumber(last[2]) - now))
+if isExclusive(modeOf(select(2, parseMember(member)))) then
+  if redis.call('GET', key) ~= member or redis.call('PTTL', key) <= delay then return 0 end
+  redis.call('PEXPIRE', key, ttl + delay)
+  return ttl
 end
+local now = storeNow()
+local score = redis.call('ZSCORE', key, member)
+if not score or tonumber(score) - delay <= now then return 0 end
+redis.call('ZADD', key, 'XX', now + ttl + delay, member)
+local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+redis.call('PEXPIRE', key, math.max(1, tonumber(last[2]) - now))
 return ttl

@@ -1,17 +1,21 @@
 --[[
   inspect: a consistent snapshot of one name, read-only.
 
-  KEYS[1] holders   KEYS[2] token   KEYS[3] line   KEYS[4] lineinfo
+  KEYS[1] shared   KEYS[2] token   KEYS[3] line   KEYS[4] lineinfo   KEYS[5] exclusive
   ARGV: none
 
-  Returns {now, lastToken, {member, score, ...}, {owner, info, ...}}
-  (expired-but-delaying members included; the caller filters by time).
+  Returns {now, lastToken, {member, blockedUntil, ...}, {owner, info, ...}}
+  (holds in their lock delay included; the caller compares times).
 ]]
 --- @include "basics"
---- @include "lib"
 
 local now = storeNow()
 local holders = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. int(now), '+inf', 'WITHSCORES')
+local exclusive = redis.call('GET', KEYS[5])
+if exclusive then
+  table.insert(holders, exclusive)
+  table.insert(holders, int(now + redis.call('PTTL', KEYS[5])))
+end
 local line = {}
 for _, owner in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
   table.insert(line, owner)

@@ -1,26 +1,11 @@
 --[[
-  Shared helpers, included (after basics.lua) by the scripts that grant or
-  hand over.
-
-  Data layout of one name (all keys share the {name} hash tag, see keys.ts):
-    holders  ZSET  member "<owner>|<spec>|<token>|<lockDelayMs>"
-                   score  the store time (ms) until which the member blocks the
-                          name: lease end + lock delay. A member whose score
-                          minus its delay has passed is expired; once its score
-                          has passed it is gone (pruned).
-    token    STRING the fencing counter; never expires, only ever INCRed
-                   (seeded from the store clock, see nextToken).
-    line     ZSET  owner -> arrival number (order of service)
-    lineinfo HASH  owner -> "<spec>|<ttlMs>|<lockDelayMs>|<staleAt>"
-                   "~seq" -> last arrival number, "~w" -> writers in line
-  <spec> is a mode letter (x exclusive, r read, w write, p permit), the
-  permit count, and "f" when fair: "x1", "w1f", "p5".
+  Shared helpers, included after basics.lua (which describes the keys) by
+  the scripts that grant, hand over or report.
   Wake-ups go to the waiting client's own channel: <channel prefix><client id>.
 ]]
 
-
 local function permitsOf(spec)
-  return tonumber(string.match(spec, '^%a(%d+)'))
+  return tonumber(string.match(spec, '^%a(%d+)')) or 1
 end
 
 local function isFair(spec)
@@ -42,31 +27,64 @@ local function conflict(name, spec, other)
   return nil
 end
 
--- Whether a hold of mode `mode` fits next to the current holders. Writers
--- and exclusive holders are alone, so one sampled member tells the rest.
-local function fits(holdersKey, mode, permits, writerWaiting)
-  local count = redis.call('ZCARD', holdersKey)
-  if count == 0 then return mode ~= 'r' or not writerWaiting end
-  if mode == 'x' or mode == 'w' then return false end
+-- One current holder (the exclusive one, else the shared one ending first):
+-- its member and the store time until which it blocks the name, or nil.
+local function sampleHolder(keys, now)
+  local exclusive = redis.call('GET', keys[5])
+  if exclusive then return exclusive, now + redis.call('PTTL', keys[5]) end
+  local first = redis.call('ZRANGE', keys[1], 0, 0, 'WITHSCORES')
+  if first[1] then return first[1], tonumber(first[2]) end
+  return nil, nil
+end
+
+-- Whether a hold of `mode` fits next to the current holders. An exclusive
+-- holder is alone; shared holders of a name are all of one kind.
+local function fits(keys, mode, permits, writerWaiting)
+  if redis.call('EXISTS', keys[5]) == 1 then return false end
+  local count = redis.call('ZCARD', keys[1])
+  if isExclusive(mode) then return count == 0 end
   if mode == 'p' then return count < permits end
-  -- read
-  if writerWaiting then return false end
-  local sample = redis.call('ZRANGE', holdersKey, 0, 0)[1]
-  local _, spec = parseMember(sample)
-  return modeOf(spec) == 'r'
+  return not writerWaiting
 end
 
--- Keeps the holders key alive exactly as long as its longest member.
-local function keepUntilLastHolder(holdersKey, now)
-  local last = redis.call('ZRANGE', holdersKey, -1, -1, 'WITHSCORES')
-  if last[2] then redis.call('PEXPIRE', holdersKey, math.max(1, tonumber(last[2]) - now)) end
-end
-
-local function grant(holdersKey, tokenKey, owner, spec, ttl, delay, now)
-  local token = nextToken(tokenKey, now)
-  redis.call('ZADD', holdersKey, now + ttl + delay, owner .. '|' .. spec .. '|' .. int(token) .. '|' .. int(delay))
-  keepUntilLastHolder(holdersKey, now)
+local function grant(keys, owner, spec, ttl, delay, now)
+  local token = nextToken(keys[2])
+  local member = memberOf(owner, spec, token, delay)
+  if isExclusive(modeOf(spec)) then
+    redis.call('SET', keys[5], member, 'PX', ttl + delay)
+  else
+    redis.call('ZADD', keys[1], now + ttl + delay, member)
+    -- The key lives exactly as long as its longest member.
+    local last = redis.call('ZRANGE', keys[1], -1, -1, 'WITHSCORES')
+    redis.call('PEXPIRE', keys[1], math.max(1, tonumber(last[2]) - now))
+  end
   return token
+end
+
+-- The hold of `owner`, if it has one: member, and ms of lease left.
+local function holdOf(keys, owner, now)
+  local prefix = owner .. '|'
+  local exclusive = redis.call('GET', keys[5])
+  if exclusive and string.sub(exclusive, 1, #prefix) == prefix then
+    local _, _, _, delay = parseMember(exclusive)
+    return exclusive, redis.call('PTTL', keys[5]) - delay
+  end
+  local held = redis.call('ZRANGE', keys[1], 0, -1, 'WITHSCORES')
+  for i = 1, #held, 2 do
+    if string.sub(held[i], 1, #prefix) == prefix then
+      local _, _, _, delay = parseMember(held[i])
+      return held[i], tonumber(held[i + 1]) - delay - now
+    end
+  end
+  return nil, 0
+end
+
+local function dropHold(keys, member)
+  if isExclusive(modeOf(select(2, parseMember(member)))) then
+    if redis.call('GET', keys[5]) == member then return redis.call('DEL', keys[5]) end
+    return 0
+  end
+  return redis.call('ZREM', keys[1], member)
 end
 
 local function clientOf(owner)
@@ -78,7 +96,7 @@ local function leaveLine(lineKey, infoKey, owner)
   if not info then return false end
   redis.call('ZREM', lineKey, owner)
   redis.call('HDEL', infoKey, owner)
-  if modeOf(info) == 'w' or modeOf(info) == 'x' then redis.call('HINCRBY', infoKey, '~w', -1) end
+  if isExclusive(modeOf(info)) then redis.call('HINCRBY', infoKey, '~w', -1) end
   if redis.call('ZCARD', lineKey) == 0 then redis.call('DEL', lineKey, infoKey) end
   return true
 end
@@ -91,8 +109,8 @@ end
 -- every reader / permit up to the next one that does not fit. Stale heads
 -- (their owner stopped refreshing) are dropped on the way. Each new holder is
 -- told on its client's channel, so a release wakes exactly who it served.
-local function promote(keys, name, channelPrefix, now)
-  local holdersKey, tokenKey, lineKey, infoKey = keys[1], keys[2], keys[3], keys[4]
+local function promote(keys, channelPrefix, now)
+  local lineKey, infoKey = keys[3], keys[4]
   while true do
     local head = redis.call('ZRANGE', lineKey, 0, 0)[1]
     if not head then return end
@@ -101,9 +119,9 @@ local function promote(keys, name, channelPrefix, now)
     if not spec or tonumber(staleAt) <= now then
       if not leaveLine(lineKey, infoKey, head) then redis.call('ZREM', lineKey, head) end
     else
-      if not fits(holdersKey, modeOf(spec), permitsOf(spec), false) then return end
+      if not fits(keys, modeOf(spec), permitsOf(spec), false) then return end
       leaveLine(lineKey, infoKey, head)
-      local token = grant(holdersKey, tokenKey, head, spec, tonumber(ttl), tonumber(delay), now)
+      local token = grant(keys, head, spec, tonumber(ttl), tonumber(delay), now)
       redis.call('PUBLISH', channelPrefix .. clientOf(head), 'g|' .. head .. '|' .. int(token) .. '|' .. ttl)
     end
   end

@@ -2,41 +2,39 @@
   release: ends a hold, or leaves the line if the owner only waits, then hands
   the name to the next in line.
 
-  KEYS[1] holders   KEYS[2] token   KEYS[3] line   KEYS[4] lineinfo
+  KEYS[1] shared   KEYS[2] token   KEYS[3] line   KEYS[4] lineinfo   KEYS[5] exclusive
   ARGV[1] holder member, or "" when the owner does not know its token
           (it gave up waiting; a hand-over may have raced with that)
   ARGV[2] owner
-  ARGV[3] lock name
-  ARGV[4] wake-up channel prefix
+  ARGV[3] wake-up channel prefix
 
   Returns 1 if the owner held the name, else 0.
 ]]
 
-local holdersKey, lineKey, infoKey = KEYS[1], KEYS[3], KEYS[4]
 local member, owner = ARGV[1], ARGV[2]
-
 local released = 0
 if member ~= '' then
-  released = redis.call('ZREM', holdersKey, member)
-  -- Fast path: nobody waits, nothing to hand over.
-  if redis.call('EXISTS', lineKey) == 0 then return released end
+  -- Fast path: the owner's own hold, and nobody waits.
+  local mode = string.match(member, '^[^|]*|(%a)')
+  if mode == 'x' or mode == 'w' then
+    if redis.call('GET', KEYS[5]) == member then released = redis.call('DEL', KEYS[5]) end
+  else
+    released = redis.call('ZREM', KEYS[1], member)
+  end
+  if redis.call('EXISTS', KEYS[3]) == 0 then return released end
 end
 
 --- @include "basics"
 --- @include "lib"
 
+local now = storeNow()
 if member == '' then
-  for _, held in ipairs(redis.call('ZRANGE', holdersKey, 0, -1)) do
-    if string.sub(held, 1, #owner + 1) == owner .. '|' then
-      released = redis.call('ZREM', holdersKey, held)
-    end
-  end
-  leaveLine(lineKey, infoKey, owner)
+  local held = holdOf(KEYS, owner, now)
+  if held then released = dropHold(KEYS, held) end
+  leaveLine(KEYS[3], KEYS[4], owner)
 end
-
 if released == 1 or member == '' then
-  local now = storeNow()
-  prune(holdersKey, now)
-  promote(KEYS, ARGV[3], ARGV[4], now)
+  prune(KEYS[1], now)
+  promote(KEYS, ARGV[3], now)
 end
 return released
