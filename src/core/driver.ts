@@ -142,6 +142,13 @@ export interface Driver {
    */
   watch(name: string, owner: string, onWake: (wake: Wake) => void): () => void
 
+  /**
+   * Turns a write hold into a read hold of the same owner and token, in one
+   * store operation, and admits the readers queued behind it. False if the
+   * hold is gone. Only for stores with `capabilities.rwlock`.
+   */
+  downgrade?(hold: HoldRef): Promise<boolean>
+
   inspect(name: string): Promise<LockInfo | null>
   list(prefix: string): AsyncIterable<LockInfo>
   /** Drops every hold and waiter of `name`; tells holders through `watch`. True if anything was held. */

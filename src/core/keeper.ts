@@ -66,7 +66,7 @@ export class Keeper {
     if (channels.acquire.hasSubscribers) {
       channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff })
     }
-    return new Lease(hold, this.clientId)
+    return new Lease(hold, this.clientId, spec.mode)
   }
 
   /** Called by a hold when it ends (released or lost). */
@@ -89,7 +89,7 @@ export class Keeper {
     }
     hold.count += 1
     if (channels.acquire.hasSubscribers) channels.acquire.publish({ ...hold.event(), waitedMs: 0, reentered: true, handoff: false })
-    return new Lease(hold, this.clientId)
+    return new Lease(hold, this.clientId, spec.mode)
   }
 
   /** Reentrant handles on `owner`'s hold when this client has it, else 1. */

@@ -18,6 +18,8 @@ export class Hold implements ScopedHold {
   state: HoldState = 'held'
   /** Reentrant handles not yet released. */
   count = 1
+  /** Of those, handles taken as write: when they are gone but readers remain, the hold is downgraded. */
+  writers = 0
   /** Monotonic instant the store's lease surely ends (from the last confirmed grant or renewal). */
   deadline = 0
   ttlMs: number
@@ -30,7 +32,8 @@ export class Hold implements ScopedHold {
 
   constructor(
     readonly driver: Driver,
-    readonly ref: HoldRef,
+    /** Replaced (not mutated) when a write hold is downgraded to read. */
+    public ref: HoldRef,
     grant: Grant,
     private readonly keeper: { forget(hold: Hold): void },
     private readonly unwatch: () => void,
@@ -93,6 +96,19 @@ export class Hold implements ScopedHold {
     await this.driver.release(this.ref)
   }
 
+  /**
+   * The last write handle went while read handles remain: keep only a read
+   * hold, so other readers can join. A store without downgrade keeps the
+   * write hold until the read handles are released too.
+   */
+  async downgrade(): Promise<void> {
+    if (this.state !== 'held' || this.ref.mode !== 'write' || !this.driver.downgrade) return
+    if (this.renewing) await this.renewing.catch(() => {})
+    const read: HoldRef = { ...this.ref, mode: 'read' }
+    if (await this.driver.downgrade(this.ref)) this.ref = read
+    else this.lose('the store no longer has it (it expired or was taken over)')
+  }
+
   async extend(ttlMs: number): Promise<void> {
     if (this.state !== 'held') throw this.notHeldError()
     const sentAt = monotonicNow()
@@ -138,7 +154,11 @@ export class Lease implements AsyncDisposable {
   constructor(
     private readonly hold: Hold,
     private readonly clientId: string,
-  ) {}
+    /** How this handle was asked for; a read handle inside a write scope rides on the write hold. */
+    private readonly side: HoldRef['mode'],
+  ) {
+    if (side === 'write') hold.writers += 1
+  }
 
   get name(): string { return this.hold.ref.name }
   get owner(): string { return this.hold.ref.owner }
@@ -169,8 +189,9 @@ export class Lease implements AsyncDisposable {
     if (this.released) return
     this.released = true
     this.hold.count -= 1
-    if (this.hold.count > 0) return
-    await this.hold.release()
+    if (this.side === 'write') this.hold.writers -= 1
+    if (this.hold.count === 0) return this.hold.release()
+    if (this.hold.writers === 0) await this.hold.downgrade()
   }
 
   /** Runs `fn` in a scope where nested acquires of this lock re-enter this hold. */

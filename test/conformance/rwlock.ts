@@ -91,6 +91,25 @@ export function rwlock(ctx: SuiteContext): void {
       assert.equal(await client.inspect(name), null)
     })
 
+    it('releasing the write lock while its read lock is held keeps only a read hold (downgrade)', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('rw-downgrade')
+      const write = await a.rwlock(name).write().acquire({ autoExtend: true })
+      const read = await write.run(() => a.rwlock(name).read().acquire())
+      const queuedReader = b.rwlock(name).read().acquire({ wait: ms(5000) })
+      await nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      await write.release()
+      assert.equal(read.held, true)
+      assert.equal(read.mode, 'read')
+      assert.equal(read.token, write.token, 'a downgrade is the same grant')
+      const other = await queuedReader // admitted by the downgrade
+      assert.equal(await b.rwlock(name).write().tryAcquire(), null)
+      const view = await a.inspect(name)
+      assert.deepEqual(view?.holders.map((h) => h.mode), ['read', 'read'])
+      await Promise.all([read.release(), other.release()])
+      assert.equal(await a.inspect(name), null)
+    })
+
     it('tokens increase across read and write grants', async () => {
       const client = await ctx.client()
       const lock = client.rwlock(ctx.name('rw-tokens'))

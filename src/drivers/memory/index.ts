@@ -127,6 +127,15 @@ export class MemoryDriver implements Driver {
     return holder !== undefined
   }
 
+  async downgrade(hold: HoldRef): Promise<boolean> {
+    const state = this.locks.get(hold.name)
+    const holder = state?.holders.get(hold.owner)
+    if (!state || !holder || holder.mode !== 'write' || holder.expiresAt <= monotonicNow()) return false
+    holder.mode = 'read'
+    this.promote(hold.name, state, monotonicNow())
+    return true
+  }
+
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
     this.watchers.set(owner, onWake)
     this.mine.add(owner)

@@ -84,6 +84,11 @@ export class RedisDriver implements Driver {
     return Number(released) === 1
   }
 
+  async downgrade(hold: HoldRef): Promise<boolean> {
+    const read: HoldRef = { ...hold, mode: 'read' }
+    return Number(await this.call('downgrade', hold.name, [memberOf(hold), memberOf(read), this.channelPrefix])) === 1
+  }
+
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
     this.watchers.set(owner, onWake)
     return () => {

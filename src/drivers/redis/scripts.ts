@@ -20,6 +20,7 @@ export const SCRIPTS = {
   extend: { file: 'extend', numberOfKeys: 1 },
   forceRelease: { file: 'force-release', numberOfKeys: 5 },
   inspect: { file: 'inspect', numberOfKeys: 5 },
+  downgrade: { file: 'downgrade', numberOfKeys: 5 },
 } as const satisfies Record<string, ScriptSpec>
 
 export type ScriptName = keyof typeof SCRIPTS
