@@ -12,6 +12,7 @@ import { crashes } from './crashes.js'
 import { fair } from './fair.js'
 import { rwlock } from './rwlock.js'
 import { semaphore } from './semaphore.js'
+import { listing } from './listing.js'
 
 export type { StoreHarness, MakeStore } from './context.js'
 
@@ -41,6 +42,7 @@ export function runConformance(storeName: string, makeStore: MakeStore): void {
     fair(ctx)
     rwlock(ctx)
     semaphore(ctx)
+    listing(ctx)
     badInput(ctx)
   })
 }
