@@ -40,15 +40,14 @@ export type AttemptRequest = Mutable<AcquireRequest>
  * Returns null when `waitMs` is 0 and the lock is busy (tryAcquire).
  */
 export async function obtain(
-  driver: Driver, request: AttemptRequest, waitMs: number, route: WakeRoute, signal?: AbortSignal,
+  driver: Driver, attempt: AttemptRequest, waitMs: number, route: WakeRoute, signal?: AbortSignal,
 ): Promise<Grant | null> {
+  const request = attempt // the same object serves every attempt of this owner
   const started = monotonicNow()
   const deadline = started + waitMs
   if (signal?.aborted) throw aborted(request.name, signal.reason)
-  // One request object for every attempt of this owner.
-  const attempt = request
   attempt.enqueue = waitMs > 0
-  attempt.queueTtlMs = Math.min(request.ttlMs, waitMs + 50)
+  attempt.queueTtlMs = Math.min(attempt.ttlMs, waitMs + 50)
   attempt.retry = false
 
   let announced = false
