@@ -4,7 +4,7 @@
  * a summary table, writes it to bench/last-run.md, and stops every server
  * and worker it started.
  *
- * BENCH_QUICK=1  short smoke run (~30 s)
+ * BENCH_QUICK=1  short smoke run (~40 s)
  * BENCH_ONLY=id,id  run only these scenarios (ids in bench/scenarios/*.ts)
  */
 import { readFileSync, writeFileSync } from 'node:fs'

@@ -8,8 +8,22 @@ import type { ContenderSpec } from './peers/index.js'
 export interface WorkerTasks {
   /** Create (and keep) the contender, so connection setup is not measured. */
   prepare: { args: { spec: ContenderSpec }; result: null }
-  /** Contended acquire/hold/release flows on one key; see contendedFlows(). */
-  flows: { args: { spec: ContenderSpec } & ContendedOptions; result: ContendedResult }
+  /**
+   * Contended acquire/hold/release flows on one key; see contendedFlows().
+   * With `countCommands`, also what this worker's ioredis clients sent
+   * between those two instants (epoch ms, wallNow()).
+   */
+  flows: {
+    args: { spec: ContenderSpec; countCommands?: { from: number; to: number } } & ContendedOptions
+    result: ContendedResult & { commands?: CommandWindow }
+  }
+}
+
+/** Commands a worker sent in [from, to): the instants are when it actually read the counter. */
+export interface CommandWindow {
+  from: number
+  to: number
+  sent: number
 }
 
 export type TaskName = keyof WorkerTasks

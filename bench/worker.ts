@@ -5,7 +5,9 @@
  */
 import { contendedFlows } from './flows.js'
 import { createContender, specId, type Contender, type ContenderSpec } from './peers/index.js'
+import { countSentCommands, sentCommands } from './redis-info.js'
 import { reasonOf } from './report.js'
+import { sleep, wallNow } from './util.js'
 import type { FromWorker, TaskName, ToWorker, WorkerArgs, WorkerTasks } from './worker-protocol.js'
 
 const { url } = JSON.parse(process.argv[2] ?? '{}') as WorkerArgs
@@ -26,9 +28,20 @@ const TASKS: { [K in TaskName]: (args: WorkerTasks[K]['args']) => Promise<Worker
     await contenderFor(spec)
     return null
   },
-  async flows({ spec, ...options }) {
-    return contendedFlows(await contenderFor(spec), options)
+  async flows({ spec, countCommands: window, ...options }) {
+    const contender = await contenderFor(spec)
+    if (!window) return contendedFlows(contender, options)
+    countSentCommands()
+    const [result, from, to] = await Promise.all([contendedFlows(contender, options), counterAt(window.from), counterAt(window.to)])
+    return { ...result, commands: { from: from.at, to: to.at, sent: to.sent - from.sent } }
   },
+}
+
+/** sentCommands.count read at (or just after) epoch ms `at`, with the instant it was read. */
+async function counterAt(at: number): Promise<{ at: number; sent: number }> {
+  const delay = at - wallNow()
+  if (delay > 0) await sleep(delay)
+  return { at: wallNow(), sent: sentCommands.count }
 }
 
 function send(message: FromWorker): void {

@@ -1,7 +1,7 @@
 import { asyncMutex } from './async-mutex.js'
-import { baton, batonMemory } from './baton.js'
+import { baton, batonFair, batonMemory, batonRead, batonSemaphore } from './baton.js'
 import { raw } from './raw.js'
-import { redisSemaphore } from './redis-semaphore.js'
+import { redisSemaphore, redisSemaphoreCounting } from './redis-semaphore.js'
 import { redlock } from './redlock.js'
 import { sesameRedlock } from './sesame-redlock.js'
 import type { Contender, PeerDef, Profile } from './types.js'
@@ -12,6 +12,8 @@ export type { Contender, PeerDef, Profile, Release } from './types.js'
 export const PEERS = {
   raw, baton, redlock, 'sesame-redlock': sesameRedlock, 'redis-semaphore': redisSemaphore,
   'async-mutex': asyncMutex, 'baton-memory': batonMemory,
+  'baton-fair': batonFair, 'baton-rwlock-read': batonRead, 'baton-semaphore': batonSemaphore,
+  'redis-semaphore-sem': redisSemaphoreCounting,
 } as const satisfies Record<string, PeerDef>
 
 export type PeerId = keyof typeof PEERS
@@ -22,18 +24,22 @@ export interface ContenderSpec {
   readonly profile: Profile
   readonly ttlMs: number
   readonly waitMs: number
+  /** Semaphore contenders: how many permits (1 otherwise). */
+  readonly permits: number
 }
 
 export const DEFAULT_TTL_MS = 10_000
 export const DEFAULT_WAIT_MS = 30_000
 
-export function spec(peer: PeerId, profile: Profile = 'default', overrides: Partial<Pick<ContenderSpec, 'ttlMs' | 'waitMs'>> = {}): ContenderSpec {
-  return { peer, profile, ttlMs: overrides.ttlMs ?? DEFAULT_TTL_MS, waitMs: overrides.waitMs ?? DEFAULT_WAIT_MS }
+export function spec(
+  peer: PeerId, profile: Profile = 'default', overrides: Partial<Pick<ContenderSpec, 'ttlMs' | 'waitMs' | 'permits'>> = {},
+): ContenderSpec {
+  return { peer, profile, ttlMs: overrides.ttlMs ?? DEFAULT_TTL_MS, waitMs: overrides.waitMs ?? DEFAULT_WAIT_MS, permits: overrides.permits ?? 1 }
 }
 
-/** Stable id of a spec: "redlock:fast". */
+/** Stable id of a spec: "redlock:fast", "baton-semaphore:default/8". */
 export function specId(s: ContenderSpec): string {
-  return `${s.peer}:${s.profile}`
+  return `${s.peer}:${s.profile}${s.permits !== 1 ? `/${s.permits}` : ''}`
 }
 
 export function specLabel(s: ContenderSpec): string {
@@ -41,5 +47,5 @@ export function specLabel(s: ContenderSpec): string {
 }
 
 export function createContender(s: ContenderSpec, url: string): Promise<Contender> {
-  return PEERS[s.peer].create({ url, ttlMs: s.ttlMs, waitMs: s.waitMs, profile: s.profile })
+  return PEERS[s.peer].create({ url, ttlMs: s.ttlMs, waitMs: s.waitMs, profile: s.profile, permits: s.permits })
 }

@@ -30,6 +30,8 @@ export interface PeerOptions {
   readonly ttlMs: number
   readonly waitMs: number
   readonly profile: Profile
+  /** Permits of a semaphore contender (1 for the rest, which ignore it). */
+  readonly permits: number
 }
 
 export interface PeerDef {

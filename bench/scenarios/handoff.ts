@@ -4,18 +4,19 @@
  * releases are stamped with performance.timeOrigin + performance.now(), a
  * clock both processes share, and merged here.
  */
-import { analyzeGrants, type ContendedResult, type HandoffStats } from '../flows.js'
+import { analyzeGrants, type HandoffStats } from '../flows.js'
 import { spec, specId, specLabel, type ContenderSpec } from '../peers/index.js'
 import { fmtMet, fmtMs, fmtNum, fmtRate, fmtRatio, median, table } from '../report.js'
 import type { BenchContext, Scenario, ScenarioResult, SummaryRow } from '../types.js'
-import { alternate, failureNote, oks, runTag, wallNow, type Outcome } from '../util.js'
-import { WorkerProcess } from '../workers.js'
+import { alternate, failureNote, oks, runTag, type Outcome } from '../util.js'
 import { keyPart, medianOf } from './common.js'
+import { forkedFlows, mergeCounts, noHandoffReason } from './forked.js'
 
-const FLOWS = 16
-const PROCESSES = 2
-const HOLD_MS = 1
-const DRAIN_MS = 8000
+/** The figure-3 setup, reused by the fair-mutex hand-over (figure 7). */
+export const FLOWS = 16
+export const PROCESSES = 2
+export const HOLD_MS = 1
+export const DRAIN_MS = 8000
 
 const TARGET_RATIO = 1.5
 const TARGET_P50_MS = 0.5
@@ -27,7 +28,8 @@ interface Entry {
   readonly spec: ContenderSpec
 }
 
-interface RunResult {
+/** One measured run of a contender in the hand-over setup. */
+export interface HandoffRun {
   stats: HandoffStats
   errors: Record<string, number>
   counters: Record<string, number>
@@ -48,77 +50,31 @@ export const handoff: Scenario = {
       spec('redis-semaphore', 'fast'), spec('redis-semaphore', 'default'),
     ]
     const entries: Entry[] = specs.map((s) => ({ id: specId(s), label: specLabel(s), spec: s }))
-    const flowIds = Array.from({ length: FLOWS }, (_, i) => i)
-    const flowsOf = (p: number): number[] => flowIds.filter((id) => id % PROCESSES === p)
+    const forked = forkedFlows(ctx, { processes: PROCESSES, flows: FLOWS, holdMs: HOLD_MS, drainMs: DRAIN_MS, warmupMs, windowMs })
 
-    let workers: WorkerProcess[] = []
-    const dropWorkers = (): void => {
-      for (const w of workers) w.kill()
-      workers = []
-    }
-    const ensureWorkers = async (): Promise<WorkerProcess[]> => {
-      if (workers.length !== PROCESSES) {
-        dropWorkers()
-        workers = await Promise.all(Array.from({ length: PROCESSES }, () => WorkerProcess.start({ url: ctx.redisUrl })))
-      }
-      return workers
-    }
-
-    const measure = async (entry: Entry, run: number): Promise<RunResult> => {
-      const ws = await ensureWorkers()
+    const measure = async (entry: Entry, run: number): Promise<HandoffRun> => {
       const key = `bench/${runTag}/handoff/${keyPart(entry.id)}/${run}`
-      let parts: ContendedResult[]
-      let from = 0
-      let to = 0
-      try {
-        await Promise.all(ws.map((w) => w.call('prepare', { spec: entry.spec }, 15_000)))
-        const startAt = wallNow() + 50
-        from = startAt + warmupMs
-        to = from + windowMs
-        parts = await Promise.all(ws.map((w, p) =>
-          w.call(
-            'flows',
-            { spec: entry.spec, key, flowIds: flowsOf(p), startAt, stopAt: to, holdMs: HOLD_MS, drainMs: DRAIN_MS },
-            to - wallNow() + DRAIN_MS + 5000,
-          )))
-      } catch (error) {
-        dropWorkers() // a stuck peer must not disturb the next measurement
-        throw error
-      }
-      const errors = mergeCounts(parts.map((p) => p.errors))
-      const counters = mergeCounts(parts.map((p) => p.counters))
-      const stuckFlows = parts.reduce((n, p) => n + p.stuckFlows, 0)
-      if (stuckFlows > 0) dropWorkers()
-      const stats = analyzeGrants(parts.flatMap((p) => p.grants), flowIds, from, to)
-      if (stats.handoffs === 0) {
-        const why = Object.keys(errors)[0]
-        throw new Error(`no hand-over to another flow in ${windowMs} ms (${stats.grants} grants${stuckFlows ? `, ${stuckFlows} flows stuck in acquire/release` : ''}${why ? `; ${why}` : ''})`)
-      }
-      return { stats, errors, counters, stuckFlows }
+      const r = await forked.run(entry.spec, key)
+      const stats = analyzeGrants(r.grants, forked.flowIds, r.from, r.to)
+      if (stats.handoffs === 0) throw new Error(noHandoffReason(windowMs, stats.grants, r))
+      return { stats, errors: r.errors, counters: r.counters, stuckFlows: r.stuckFlows }
     }
 
-    let results: Map<string, Outcome<RunResult>[]>
+    let results: Map<string, Outcome<HandoffRun>[]>
     try {
       results = await alternate(runs, entries, measure, { timeoutMs: windowMs + warmupMs + DRAIN_MS + 30_000, log: ctx.log })
     } finally {
-      await Promise.allSettled(workers.map((w) => w.stop()))
-      workers = []
+      await forked.close()
     }
     return report(entries, results, runs, windowMs)
   },
 }
 
-function mergeCounts(all: readonly Record<string, number>[]): Record<string, number> {
-  const merged: Record<string, number> = {}
-  for (const counts of all) for (const [k, n] of Object.entries(counts)) merged[k] = (merged[k] ?? 0) + n
-  return merged
-}
-
-function report(entries: Entry[], results: Map<string, Outcome<RunResult>[]>, runs: number, windowMs: number): ScenarioResult {
+function report(entries: Entry[], results: Map<string, Outcome<HandoffRun>[]>, runs: number, windowMs: number): ScenarioResult {
   const baton = entries.find((e) => e.spec.peer === 'baton')!
   const peers = entries.filter((e) => e !== baton)
   const batonRuns = results.get(baton.id)!
-  const rate = (r: RunResult): number => r.stats.handoffsPerSec
+  const rate = (r: HandoffRun): number => r.stats.handoffsPerSec
 
   // Per run: baton ÷ this peer, and baton ÷ the best peer of that run.
   const ratioTo = (peer: Entry): number[] => {
@@ -144,40 +100,19 @@ function report(entries: Entry[], results: Map<string, Outcome<RunResult>[]>, ru
   }
   const allMet = Object.values(met).some((m) => m === undefined) ? undefined : Object.values(met).every(Boolean)
 
-  const headers = [
-    'contender', 'hand-overs/s', 'grants/s', 'release→next p50', 'release→next p99', 'wait p99',
-    'Jain', 'min grants/flow (worst run)', 'baton ÷ this', 'target', 'met?', 'notes',
-  ]
+  const headers = ['contender', ...HANDOFF_HEADERS, 'baton ÷ this', 'target', 'met?', 'notes']
   const rows = entries.map((e) => {
     const outcomes = results.get(e.id)!
     const note = failureNote(outcomes)
     if (note.startsWith('failed')) return [e.label, note]
-    const ok = oks(outcomes)
-    const errors = mergeCounts(ok.map((r) => r.errors))
-    const counters = mergeCounts(ok.map((r) => r.counters))
-    const overlaps = ok.reduce((n, r) => n + r.stats.overlaps, 0)
-    const stuck = ok.reduce((n, r) => n + r.stuckFlows, 0)
-    const notes = [
-      note,
-      ...Object.entries(counters).filter(([, n]) => n > 0).map(([k, n]) => `${k}: ${n}×`),
-      ...Object.entries(errors).map(([k, n]) => `${n}× error: ${k}`),
-      overlaps > 0 ? `⚠ ${overlaps} grants before the previous release started` : '',
-      stuck > 0 ? `⚠ ${stuck} flows still waiting ${DRAIN_MS / 1000} s after the window` : '',
-    ].filter(Boolean)
     const isBaton = e === baton
     return [
       e.label,
-      fmtRate(medianOf(outcomes, rate)),
-      fmtRate(medianOf(outcomes, (r) => r.stats.grantsPerSec)),
-      fmtMs(medianOf(outcomes, (r) => r.stats.releaseToNextP50)),
-      fmtMs(medianOf(outcomes, (r) => r.stats.releaseToNextP99)),
-      fmtMs(medianOf(outcomes, (r) => r.stats.waitP99)),
-      fmtNum(medianOf(outcomes, (r) => r.stats.jain), 3),
-      String(Math.min(...ok.map((r) => r.stats.minGrants))),
+      ...handoffCells(outcomes),
       isBaton ? '' : fmtRatio(median(ratioTo(e))),
       isBaton ? `≥ ${TARGET_RATIO}× best peer; p50 ≤ ${TARGET_P50_MS} ms; Jain ≥ ${TARGET_JAIN}` : '',
       isBaton ? `${fmtMet(allMet)} (${fmtRatio(ratioVsBest)} best peer)` : '',
-      notes.join('; '),
+      [note, ...handoffNotes(oks(outcomes))].filter(Boolean).join('; '),
     ]
   })
 
@@ -222,4 +157,37 @@ function report(entries: Entry[], results: Map<string, Outcome<RunResult>[]>, ru
     table(headers, rows),
   ].join('\n')
   return { markdown, summary }
+}
+
+/** Table columns of handoffCells(). */
+export const HANDOFF_HEADERS = [
+  'hand-overs/s', 'grants/s', 'release→next p50', 'release→next p99', 'wait p99', 'Jain', 'min grants/flow (worst run)',
+] as const
+
+/** A contender's hand-over figures (medians over its successful runs), in HANDOFF_HEADERS order. */
+export function handoffCells(outcomes: readonly Outcome<HandoffRun>[]): string[] {
+  const ok = oks(outcomes)
+  return [
+    fmtRate(medianOf(outcomes, (r) => r.stats.handoffsPerSec)),
+    fmtRate(medianOf(outcomes, (r) => r.stats.grantsPerSec)),
+    fmtMs(medianOf(outcomes, (r) => r.stats.releaseToNextP50)),
+    fmtMs(medianOf(outcomes, (r) => r.stats.releaseToNextP99)),
+    fmtMs(medianOf(outcomes, (r) => r.stats.waitP99)),
+    fmtNum(medianOf(outcomes, (r) => r.stats.jain), 3),
+    String(Math.min(...ok.map((r) => r.stats.minGrants))),
+  ]
+}
+
+/** Counters, errors and warnings (overlapping holds, flows stuck) over the successful runs. */
+export function handoffNotes(ok: readonly HandoffRun[]): string[] {
+  const errors = mergeCounts(ok.map((r) => r.errors))
+  const counters = mergeCounts(ok.map((r) => r.counters))
+  const overlaps = ok.reduce((n, r) => n + r.stats.overlaps, 0)
+  const stuck = ok.reduce((n, r) => n + r.stuckFlows, 0)
+  return [
+    ...Object.entries(counters).filter(([, n]) => n > 0).map(([k, n]) => `${k}: ${n}×`),
+    ...Object.entries(errors).map(([k, n]) => `${n}× error: ${k}`),
+    overlaps > 0 ? `⚠ ${overlaps} grants before the previous release started` : '',
+    stuck > 0 ? `⚠ ${stuck} flows still waiting ${DRAIN_MS / 1000} s after the window` : '',
+  ].filter(Boolean)
 }

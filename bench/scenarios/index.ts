@@ -1,13 +1,20 @@
 import type { Scenario } from '../types.js'
 import { commands } from './commands.js'
+import { fairCommands } from './fair-commands.js'
+import { fairHandoff } from './fair-handoff.js'
 import { handoff } from './handoff.js'
 import { memoryStore } from './memory-store.js'
 import { memory } from './memory.js'
 import { parallel } from './parallel.js'
+import { rwlockReaders } from './rwlock-readers.js'
+import { semaphore } from './semaphore.js'
 import { uncontended } from './uncontended.js'
 
 /**
- * Every scenario, in report order. Add one (fair mutex, rwlock readers,
- * semaphore…) by writing bench/scenarios/<name>.ts and listing it here.
+ * Every scenario, in report order. Add one by writing
+ * bench/scenarios/<name>.ts and listing it here.
  */
-export const scenarios: readonly Scenario[] = [uncontended, parallel, handoff, commands, memory, memoryStore]
+export const scenarios: readonly Scenario[] = [
+  uncontended, parallel, handoff, commands, memory, memoryStore,
+  fairHandoff, fairCommands, rwlockReaders, semaphore,
+]

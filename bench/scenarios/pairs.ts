@@ -23,6 +23,10 @@ export interface PairsScenarioOptions {
   subject: PeerId
   /** 1 = one flow on one key; N = N flows each on its own key. */
   flows: number
+  /** Contenders whose N flows all loop on ONE key instead (e.g. readers of one rwlock). */
+  sharedKey?: readonly PeerId[]
+  /** What the summary row calls the figure (default from `flows`). */
+  metric?: string
   runs: [full: number, quick: number]
   durationMs: [full: number, quick: number]
   warmupMs: [full: number, quick: number]
@@ -45,8 +49,10 @@ export function pairsScenario(o: PairsScenarioOptions): Scenario {
     async run(ctx: BenchContext): Promise<ScenarioResult> {
       const runs = ctx.pick(...o.runs)
       const durationMs = ctx.pick(...o.durationMs)
-      const keysOf = (e: Entrant): string[] =>
-        Array.from({ length: o.flows }, (_, i) => `bench/${runTag}/${o.id}/${keyPart(e.id)}/${i}`)
+      const keysOf = (e: Entrant): string[] => {
+        const shared = o.sharedKey?.includes(e.spec.peer) ?? false
+        return Array.from({ length: o.flows }, (_, i) => `bench/${runTag}/${o.id}/${keyPart(e.id)}/${shared ? 0 : i}`)
+      }
       const measure = async (e: Entrant, ms: number): Promise<PairStats> => {
         const contender = e.contender!
         if (o.flows === 1) {
@@ -114,7 +120,7 @@ export function pairsScenario(o: PairsScenarioOptions): Scenario {
         ]
       })
 
-      const metric = sequential ? 'uncontended pairs/s (1 flow, 1 key)' : `pairs/s, ${o.flows} flows on own keys`
+      const metric = o.metric ?? (sequential ? 'uncontended pairs/s (1 flow, 1 key)' : `pairs/s, ${o.flows} flows on own keys`)
       const subjectRate = fmtRate(medianOf(results.get(subject.id), rate))
       const summary: SummaryRow[] = [{
         figure: `${o.figure}. ${metric}`,
