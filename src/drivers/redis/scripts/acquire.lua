@@ -23,11 +23,27 @@ local owner, spec = ARGV[1], ARGV[2]
 local ttl, delay = tonumber(ARGV[3]), tonumber(ARGV[4])
 local mode = modeOf(spec)
 
--- Fast path: an exclusive hold of a name nobody holds or waits for.
-if isExclusive(mode) and redis.call('EXISTS', KEYS[5], KEYS[1], KEYS[3]) == 0 then
-  local token = nextToken(KEYS[2])
-  redis.call('SET', KEYS[5], memberOf(owner, spec, token, delay), 'PX', ttl + delay)
-  return {1, token, ttl}
+-- Fast paths: nobody waits, and the name is free (exclusive) or shared by
+-- holds of the very same kind and permit count (read, permit).
+if isExclusive(mode) then
+  if redis.call('EXISTS', KEYS[5], KEYS[1], KEYS[3]) == 0 then
+    local token = nextToken(KEYS[2])
+    redis.call('SET', KEYS[5], memberOf(owner, spec, token, delay), 'PX', ttl + delay)
+    return {1, token, ttl}
+  end
+elseif redis.call('EXISTS', KEYS[5], KEYS[3]) == 0 then
+  local now = storeNow()
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local base = string.gsub(spec, 'f$', '')
+  local sameKind = not first[1] or string.gsub(select(2, parseMember(first[1])), 'f$', '') == base
+  local count = first[1] and redis.call('ZCARD', KEYS[1]) or 0
+  if sameKind and (not first[1] or tonumber(first[2]) > now)
+      and (mode == 'r' or count < tonumber(string.sub(base, 2))) then
+    local token = nextToken(KEYS[2])
+    redis.call('ZADD', KEYS[1], now + ttl + delay, memberOf(owner, spec, token, delay))
+    if redis.call('PTTL', KEYS[1]) < ttl + delay then redis.call('PEXPIRE', KEYS[1], ttl + delay) end
+    return {1, token, ttl}
+  end
 end
 
 --- @include "lib"
