@@ -91,8 +91,10 @@ local function clientOf(owner)
   return string.match(owner, '^([^.]*)')
 end
 
-local function leaveLine(lineKey, infoKey, owner)
-  local info = redis.call('HGET', infoKey, owner)
+-- Takes `owner` out of the line; `info` is its lineinfo entry when the
+-- caller already read it.
+local function leaveLine(lineKey, infoKey, owner, info)
+  info = info or redis.call('HGET', infoKey, owner)
   if not info then return false end
   redis.call('ZREM', lineKey, owner)
   redis.call('HDEL', infoKey, owner)
@@ -117,12 +119,14 @@ local function promote(keys, channelPrefix, now)
     local info = redis.call('HGET', infoKey, head)
     local spec, ttl, delay, staleAt = string.match(info or '', '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
     if not spec or tonumber(staleAt) <= now then
-      if not leaveLine(lineKey, infoKey, head) then redis.call('ZREM', lineKey, head) end
+      if not leaveLine(lineKey, infoKey, head, info) then redis.call('ZREM', lineKey, head) end
     else
       if not fits(keys, modeOf(spec), permitsOf(spec), false) then return end
-      leaveLine(lineKey, infoKey, head)
+      leaveLine(lineKey, infoKey, head, info)
       local token = grant(keys, head, spec, tonumber(ttl), tonumber(delay), now)
       redis.call('PUBLISH', channelPrefix .. clientOf(head), 'g|' .. head .. '|' .. int(token) .. '|' .. ttl)
+      -- Nothing fits next to an exclusive holder.
+      if isExclusive(modeOf(spec)) then return end
     end
   end
 end
