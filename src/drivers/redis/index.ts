@@ -6,7 +6,7 @@ import { backendUnavailable } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
 import { keyList, lockKeys, nameOfKey, scanPattern, wakeChannelPrefix } from './keys.js'
-import { Scripts, type ScriptName } from './scripts.js'
+import { loadScripts, Scripts, type ScriptName } from './scripts.js'
 
 const CAPABILITIES: Capabilities = {
   fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: false,
@@ -191,6 +191,7 @@ function parseHolder(member: string, score: number, scoreIncludesDelay = false):
 
 export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
   const target = redisTarget(url, options)
+  loadScripts()
   const client = await openClient(target, options.connectTimeoutMs)
   let subscriber: RedisClient
   try {

@@ -40,16 +40,36 @@ export function loadScript(file: string, seen: Set<string> = new Set()): string 
 type Client = Redis | Cluster
 type Runner = (...args: (string | number)[]) => Promise<unknown>
 
+interface LoadedScript {
+  readonly name: ScriptName
+  readonly command: string
+  readonly numberOfKeys: number
+  readonly lua: string
+}
+
+let loaded: readonly LoadedScript[] | undefined
+
+/**
+ * Reads every script once per process, before any connection exists: a
+ * broken install (a .lua file missing from dist/) fails here with the file's
+ * path, not as a store that "did not answer".
+ */
+export function loadScripts(): readonly LoadedScript[] {
+  loaded ??= (Object.entries(SCRIPTS) as [ScriptName, ScriptSpec][]).map(([name, spec]) => {
+    const lua = loadScript(spec.file)
+    const version = createHash('sha1').update(lua).digest('hex').slice(0, 10)
+    return { name, command: `baton_${name}_${version}`, numberOfKeys: spec.numberOfKeys, lua }
+  })
+  return loaded
+}
+
 export class Scripts {
   private readonly commands = new Map<ScriptName, string>()
 
   constructor(client: Client) {
-    for (const [name, spec] of Object.entries(SCRIPTS) as [ScriptName, ScriptSpec][]) {
-      const lua = loadScript(spec.file)
-      const version = createHash('sha1').update(lua).digest('hex').slice(0, 10)
-      const command = `baton_${name}_${version}`
-      client.defineCommand(command, { numberOfKeys: spec.numberOfKeys, lua })
-      this.commands.set(name, command)
+    for (const script of loadScripts()) {
+      client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua })
+      this.commands.set(script.name, script.command)
     }
   }
 
