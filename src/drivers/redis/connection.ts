@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs'
+import type { ConnectionOptions } from 'node:tls'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { DriverOptions } from '../../core/driver.js'
 import { backendUnavailable, invalidArgument } from '../../core/errors.js'
@@ -23,7 +25,7 @@ const DEFAULT_SENTINEL_PORT = 26379
 
 /**
  * URL → ioredis client settings for the four forms:
- * redis://[user:pass@]host:port[/db], rediss://… (TLS),
+ * redis://[user:pass@]host:port[/db], rediss://…[?ca=/path/ca.pem] (TLS),
  * redis+sentinel://h1:p,h2:p/mastername, redis+cluster://h1:p,h2:p.
  */
 export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget {
@@ -47,7 +49,7 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
       if (hosts.length !== 1) throw invalidArgument(`${url.display} must name exactly one host; for several use redis+cluster:// or redis+sentinel://`)
       const db = url.path === '' ? 0 : Number(url.path)
       if (!Number.isInteger(db) || db < 0) throw invalidArgument(`the database "${url.path}" in ${url.display} must be a whole number`)
-      const settings: RedisOptions = { ...common, ...hosts[0], db, ...(url.scheme === 'rediss' ? { tls: {} } : {}) }
+      const settings: RedisOptions = { ...common, ...hosts[0], db, ...(url.scheme === 'rediss' ? { tls: tlsOptions(url) } : {}) }
       return { keyPrefix, display: url.display, create: (role) => new Redis(forRole(settings, role)) }
     }
     case 'redis+sentinel': {
@@ -73,6 +75,17 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
     }
     default:
       throw invalidArgument(`the redis driver does not handle ${url.scheme}://`)
+  }
+}
+
+/** `rediss://…?ca=/path/ca.pem` trusts a private CA besides the system's. */
+function tlsOptions(url: StoreUrl): ConnectionOptions {
+  const caPath = url.params.get('ca')
+  if (caPath === null) return {}
+  try {
+    return { ca: readFileSync(caPath) }
+  } catch (cause) {
+    throw invalidArgument(`"ca" in ${url.display} names a file that can not be read: ${caPath}`, cause)
   }
 }
 
