@@ -5,7 +5,6 @@
  * from INFO: total_commands_processed (what clients sent) and the sum of
  * commandstats calls (also the calls scripts make inside Redis).
  */
-import type { Redis } from 'ioredis'
 import { analyzeGrants, contendedFlows, type HandoffStats } from '../flows.js'
 import { spec, type ContenderSpec, type PeerId } from '../peers/index.js'
 import { closeRedis, openRedis } from '../peers/redis-client.js'

@@ -1,4 +1,4 @@
-import type { Driver, HoldRef, LockSpec } from './driver.js'
+import type { Driver, LockSpec } from './driver.js'
 import { BatonError, invalidArgument } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { channels } from './events.js'
