@@ -52,6 +52,23 @@ describe('redis faults', () => {
     await Promise.all([a.close(), b.close()])
   })
 
+  it('tokens keep increasing when the counter went back (a replica promoted before it caught up)', async () => {
+    const server = await startRedis()
+    const baton = await connect(server.url)
+    const lock = baton.mutex('lagging/counter')
+    const first = await lock.acquire()
+    await first.release()
+    // What a promoted replica that missed the last increments looks like.
+    const { Redis } = await import('ioredis')
+    const raw = new Redis(server.port, '127.0.0.1')
+    await raw.set('baton:{lagging/counter}:t', '5')
+    raw.disconnect()
+    const second = await lock.acquire()
+    assert.ok(second.token > first.token, `${second.token} must exceed ${first.token}`)
+    await second.release()
+    await baton.close()
+  })
+
   it('sentinel: after the master is killed, clients reach the promoted replica', async () => {
     const sentinel = await startRedisSentinel()
     const baton = await connect(sentinel.url, { commandTimeout: ms(1000) })

@@ -7,7 +7,7 @@
   every script that takes them all declares them:
     KEYS[1] shared    ZSET   shared holds (read, permit): member, scored by
                              lease end + lock delay (store ms)
-    KEYS[2] token     STRING the fencing counter; never expires, only INCRed
+    KEYS[2] token     STRING the fencing counter; never expires, only grows
     KEYS[3] line      ZSET   owner -> arrival number (order of service)
     KEYS[4] lineinfo  HASH   owner -> "<spec>|<ttlMs>|<lockDelayMs>|<staleAt>";
                              "~seq" last arrival number, "~w" writers in line
@@ -47,15 +47,16 @@ local function memberOf(owner, spec, token, delay)
   return owner .. '|' .. spec .. '|' .. int(token) .. '|' .. int(delay)
 end
 
--- A new counter (new name, or a store restarted empty) jumps to the store
--- clock x 1000, above every token granted before, as long as the clock did
--- not go back and the name averaged under 1000 grants per ms.
+-- The next fencing token: one above the last, and never below the store
+-- clock x 1000. The clock floor keeps tokens increasing where the counter
+-- itself went back: a store restarted empty, or a replica promoted before the
+-- last increments reached it (replication is asynchronous). It holds as long
+-- as the clocks of old and new master agree to within the failover time and
+-- no name averages 1000 grants per ms.
 local function nextToken(tokenKey)
-  local token = redis.call('INCR', tokenKey)
-  if token == 1 then
-    token = storeNow() * 1000 + 1
-    redis.call('SET', tokenKey, int(token))
-  end
+  local floor = storeNow() * 1000
+  local token = math.max((tonumber(redis.call('GET', tokenKey)) or 0) + 1, floor)
+  redis.call('SET', tokenKey, int(token))
   return token
 end
 
