@@ -36,10 +36,9 @@ elseif redis.call('EXISTS', KEYS[5], KEYS[3]) == 0 then
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   local base = string.gsub(spec, 'f$', '')
   local sameKind = not first[1] or string.gsub(select(2, parseMember(first[1])), 'f$', '') == base
-  local count = first[1] and redis.call('ZCARD', KEYS[1]) or 0
   if sameKind and (not first[1] or tonumber(first[2]) > now)
-      and (mode == 'r' or count < tonumber(string.sub(base, 2))) then
-    local token = nextToken(KEYS[2])
+      and (mode == 'r' or not first[1] or redis.call('ZCARD', KEYS[1]) < tonumber(string.sub(base, 2))) then
+    local token = nextToken(KEYS[2], now)
     redis.call('ZADD', KEYS[1], now + ttl + delay, memberOf(owner, spec, token, delay))
     if redis.call('PTTL', KEYS[1]) < ttl + delay then redis.call('PEXPIRE', KEYS[1], ttl + delay) end
     return {1, token, ttl}

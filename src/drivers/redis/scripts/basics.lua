@@ -53,8 +53,8 @@ end
 -- last increments reached it (replication is asynchronous). It holds as long
 -- as the clocks of old and new master agree to within the failover time and
 -- no name averages 1000 grants per ms.
-local function nextToken(tokenKey)
-  local floor = storeNow() * 1000
+local function nextToken(tokenKey, now)
+  local floor = (now or storeNow()) * 1000
   local token = math.max((tonumber(redis.call('GET', tokenKey)) or 0) + 1, floor)
   redis.call('SET', tokenKey, int(token))
   return token

@@ -48,7 +48,7 @@ local function fits(keys, mode, permits, writerWaiting)
 end
 
 local function grant(keys, owner, spec, ttl, delay, now)
-  local token = nextToken(keys[2])
+  local token = nextToken(keys[2], now)
   local member = memberOf(owner, spec, token, delay)
   if isExclusive(modeOf(spec)) then
     redis.call('SET', keys[5], member, 'PX', ttl + delay)
