@@ -20,8 +20,3 @@ export function newOwnerId(clientId: string): string {
   counter = (counter + 1) % Number.MAX_SAFE_INTEGER
   return `${clientId}.${leasePrefix}${counter.toString(36)}`
 }
-
-export function clientIdOf(owner: string): string {
-  const dot = owner.indexOf('.')
-  return dot < 0 ? owner : owner.slice(0, dot)
-}
