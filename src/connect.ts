@@ -6,6 +6,9 @@ import { newClientId } from './core/owner.js'
 import { parseStoreUrl } from './core/url.js'
 import { factoryFor, knownSchemes } from './drivers/registry.js'
 
+/** How long an idle name's state (its fence counter included) is kept: see DriverOptions.fenceTtlMs. */
+const DEFAULT_FENCE_TTL = '1h'
+
 export interface ConnectOptions {
   /** How long to wait for the store at connect time. Default '5s'. */
   connectTimeout?: Duration
@@ -32,6 +35,12 @@ export async function connect(url?: string | URL, options?: ConnectOptions): Pro
     clientId,
     connectTimeoutMs: parseDuration(opts.connectTimeout ?? '5s', 'connectTimeout'),
     commandTimeoutMs: parseDuration(opts.commandTimeout ?? '2s', 'commandTimeout'),
+    fenceTtlMs: parseUrlDuration(parsed.params.get('fenceTtl') ?? DEFAULT_FENCE_TTL, 'fenceTtl (in the store URL)'),
   })
   return new Baton(driver, clientId)
+}
+
+/** A duration from a URL query: '10m', or bare digits as milliseconds. */
+export function parseUrlDuration(value: string, setting: string): number {
+  return parseDuration(/^\d+$/.test(value) ? Number(value) : value, setting)
 }

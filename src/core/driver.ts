@@ -32,7 +32,13 @@ export interface LockSpec {
   readonly fair: boolean
   /** How many holders may share the name: 1 for mutex and write, N for a semaphore. */
   readonly permits: number
-  /** Keep the name blocked this long after a hold *expired* (not after a release). */
+  /**
+   * Lock delay: a hold that *expired* (not one released or forced) keeps
+   * occupying its own slot for this long, as a phantom holder of the same mode:
+   * an expired writer or mutex holder blocks everyone, an expired reader blocks
+   * writers only, an expired permit keeps one permit taken. The memory store is
+   * the reference for this; every store does the same.
+   */
   readonly lockDelayMs: number
 }
 
@@ -51,7 +57,12 @@ export interface AcquireRequest extends LockSpec {
   readonly queueTtlMs: number
   /**
    * Not the first attempt of this owner: a hand-over may already have made it
-   * the holder (its wake-up lost on the way), so the store should look.
+   * the holder (its wake-up lost on the way). A hint only: every attempt must
+   * be idempotent whatever this says. An owner that already holds the name is
+   * answered `granted` with its existing token and remaining lease, never given
+   * a second hold; an owner already in line keeps its place (its entry is
+   * refreshed), never queued twice. A reply lost in flight and a re-sent
+   * attempt must therefore never leave a hold or a line entry nobody releases.
    */
   readonly retry: boolean
 }
@@ -90,7 +101,12 @@ export type Wake =
   | { readonly type: 'granted'; readonly token: bigint; readonly ttlMs: number }
   /** Something changed; trying again may succeed. */
   | { readonly type: 'retry' }
-  /** The hold is gone (forced release, session loss); stop at once. */
+  /**
+   * The hold is gone (forced release, session loss); stop at once. Sent only to
+   * owners that hold (or were just granted) the name, never to mere waiters,
+   * so the core treats any `lost` for an owner as the end of its hold, whether
+   * it arrives before or after the grant is seen.
+   */
   | { readonly type: 'lost'; readonly reason: string }
 
 export interface LockInfo {
@@ -151,7 +167,12 @@ export interface Driver {
 
   inspect(name: string): Promise<LockInfo | null>
   list(prefix: string): AsyncIterable<LockInfo>
-  /** Drops every hold and waiter of `name`; tells holders through `watch`. True if anything was held. */
+  /**
+   * Frees `name` at once: drops every hold (holders get a `lost` wake-up),
+   * grants it to nobody, and wakes every live waiter with `retry` so they try
+   * again now and the line order decides. No lock delay applies. True if
+   * anything was held.
+   */
   forceRelease(name: string): Promise<boolean>
   close(): Promise<void>
 }
@@ -162,6 +183,14 @@ export interface DriverOptions {
   readonly clientId: string
   readonly connectTimeoutMs: number
   readonly commandTimeoutMs: number
+  /**
+   * Bounded state (`?fenceTtl=` in the store URL, default 1 h): what a store
+   * keeps for a name nobody holds or awaits, fence counter included, may vanish
+   * this long after the name's last hold or line entry ended. Tokens must still
+   * strictly increase afterwards; each driver documents what that rests on
+   * (a store clock floor, a sequence, a revision).
+   */
+  readonly fenceTtlMs: number
 }
 
 export type DriverFactory = (url: StoreUrl, options: DriverOptions) => Promise<Driver>
