@@ -15,6 +15,8 @@ export interface TakeOptions {
   signal: AbortSignal | undefined
   autoExtend: boolean
   reentrant: boolean
+  /** When busy and `waitMs` is 0: resolve null (tryAcquire) instead of LOCK_TIMEOUT. */
+  nullIfBusy: boolean
 }
 
 /**
@@ -49,7 +51,7 @@ export class Keeper {
     }
     let grant
     try {
-      grant = await obtain(this.driver, request, options.waitMs, route, options.signal)
+      grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy)
     } catch (error) {
       unwatch()
       throw error

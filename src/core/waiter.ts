@@ -37,10 +37,12 @@ export type AttemptRequest = Mutable<AcquireRequest>
  * refreshing, the deadline passes or the signal aborts. No fixed-interval
  * polling: without wake-ups it retries only when the store says it could succeed.
  *
- * Returns null when `waitMs` is 0 and the lock is busy (tryAcquire).
+ * When `waitMs` is 0 and the lock is busy: null if `nullIfBusy` (tryAcquire),
+ * else LOCK_TIMEOUT (`acquire({ wait: 0 })`, whose type promises a Lease).
  */
 export async function obtain(
-  driver: Driver, attempt: AttemptRequest, waitMs: number, route: WakeRoute, signal?: AbortSignal,
+  driver: Driver, attempt: AttemptRequest, waitMs: number, route: WakeRoute, signal: AbortSignal | undefined,
+  nullIfBusy: boolean,
 ): Promise<Grant | null> {
   const request = attempt // the same object serves every attempt of this owner
   const started = monotonicNow()
@@ -64,7 +66,10 @@ export async function obtain(
       return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
     }
     if (result.status === 'conflict') throw invalidArgument(result.detail)
-    if (waitMs === 0) return null
+    if (waitMs === 0) {
+      if (nullIfBusy) return null
+      throw lockTimeout(request.name, 0, result.holder)
+    }
     if (!announced) {
       announced = true
       if (channels.wait.hasSubscribers) {

@@ -43,6 +43,23 @@ export function waiting(ctx: SuiteContext): void {
       await lease.release()
     })
 
+    it('acquire({ wait: 0 }) and using(fn, { wait: 0 }) give LOCK_TIMEOUT when busy, never null', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('wait-zero')
+      const holder = await a.mutex(name).acquire()
+      const lock = b.mutex(name)
+      const timedOut = (e: unknown) => isBatonError(e, 'LOCK_TIMEOUT') && e.retryable
+      await assert.rejects(lock.acquire({ wait: 0 }), timedOut)
+      await assert.rejects(lock.acquire({ wait: '0ms' }), timedOut)
+      let ran = false
+      await assert.rejects(lock.using(() => { ran = true }, { wait: 0 }), timedOut)
+      assert.equal(ran, false)
+      assert.deepEqual((await b.inspect(name))?.waiters, [], 'a zero wait never joins the line')
+      await holder.release()
+      const free = await lock.acquire({ wait: 0 })
+      await free.release()
+    })
+
     it('gives ABORTED for a signal aborted before or during the wait, and leaves the line', async () => {
       const [a, b] = [await ctx.client(), await ctx.client()]
       const name = ctx.name('wait-abort')
