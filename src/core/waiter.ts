@@ -56,12 +56,20 @@ export async function obtain(
   let nudge: (() => void) | undefined
   for (;;) {
     const sentAt = monotonicNow()
-    const result = await driver.acquire(attempt).catch((error: unknown) => {
+    const reply = driver.acquire(attempt)
+    const result = await untilStopped(reply, signal).catch((error: unknown) => {
       // The attempt may still reach the store after we gave up on it (a frozen
       // server answers late): undo it in order, so no ghost holds the lock.
       driver.release(waiterOf(request)).catch(() => {})
       throw error
     })
+    if (result === STOPPED) {
+      // Aborted with the attempt in flight: answer now, and undo whatever the
+      // attempt does in the store (a grant, a line entry) once it has landed.
+      const undo = () => driver.release(waiterOf(request)).catch(() => {})
+      reply.then(undo, undo)
+      throw stoppedError(driver, request, aborted(request.name, signal!.reason))
+    }
     if (result.status === 'granted') {
       return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
     }
@@ -84,6 +92,7 @@ export async function obtain(
     }
 
     // Sleep until something can have changed.
+    if (signal?.aborted) return giveUp(driver, request, aborted(request.name, signal.reason))
     const now = monotonicNow()
     if (now >= deadline) return giveUp(driver, request, lockTimeout(request.name, Math.round(now - started), result.holder))
     const sleepMs = Math.max(1, Math.min(result.retryAfterMs, attempt.queueTtlMs / 3, deadline - now))
@@ -132,9 +141,32 @@ function takeGrant(wakes: Wake[] | undefined): Extract<Wake, { type: 'granted' }
  * raced with giving up, the release passes the lock on to the next in line.
  */
 async function giveUp(driver: Driver, request: AttemptRequest, error: BatonError): Promise<never> {
-  channels.giveUp.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store, code: error.code })
   await driver.release(waiterOf(request)).catch(() => {
     // The line entry then expires by itself within its queue ttl.
   })
-  throw error
+  throw stoppedError(driver, request, error)
+}
+
+/** Announces that this owner stops waiting, and returns `error` to throw. */
+function stoppedError(driver: Driver, request: AttemptRequest, error: BatonError): BatonError {
+  if (channels.giveUp.hasSubscribers) {
+    channels.giveUp.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store, code: error.code })
+  }
+  return error
+}
+
+const STOPPED = Symbol('stopped')
+
+/** `work`'s outcome, or STOPPED as soon as `signal` aborts (at once if it already has). */
+function untilStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | typeof STOPPED> {
+  if (!signal) return work
+  if (signal.aborted) return Promise.resolve(STOPPED)
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(STOPPED)
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(
+      (value) => { signal.removeEventListener('abort', onAbort); resolve(value) },
+      (error: unknown) => { signal.removeEventListener('abort', onAbort); reject(error) },
+    )
+  })
 }

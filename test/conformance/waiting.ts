@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { isBatonError, type Baton } from '../../src/index.js'
-import { countEvents, nextEvent, type SuiteContext } from './context.js'
+import { countEvents, nextEvent, withTimeout, type SuiteContext } from './context.js'
 import type { AcquireEvent, WaitEvent } from '../../src/core/events.js'
 import { ms } from '../harness/timing.js'
 
@@ -15,6 +15,39 @@ function countAttempts(client: Baton): { count: () => number } {
     return original(request)
   }
   return { count: () => n }
+}
+
+/** Holds back the store's answers to this client's attempts until open() (the attempt itself runs at once). */
+function holdReplies(client: Baton): { sent: Promise<void>; open: () => void } {
+  const driver = client.driver
+  const original = driver.acquire.bind(driver)
+  let open!: () => void
+  const opened = new Promise<void>((resolve) => { open = resolve })
+  let sent!: () => void
+  const first = new Promise<void>((resolve) => { sent = resolve })
+  driver.acquire = async (request) => {
+    const result = original(request)
+    sent()
+    await opened
+    return result
+  }
+  return { sent: first, open: () => { driver.acquire = original; open() } }
+}
+
+/** Resolves `next` when the client's driver is next asked to release something. */
+function releaseCalls(client: Baton): { next: Promise<boolean> } {
+  const driver = client.driver
+  const original = driver.release.bind(driver)
+  return {
+    next: new Promise((resolve, reject) => {
+      driver.release = (hold) => {
+        driver.release = original
+        const done = original(hold)
+        done.then(resolve, reject)
+        return done
+      }
+    }),
+  }
 }
 
 export function waiting(ctx: SuiteContext): void {
@@ -74,6 +107,28 @@ export function waiting(ctx: SuiteContext): void {
       assert.deepEqual((await b.inspect(name))?.waiters, [])
       await holder.release()
       assert.equal(await a.inspect(name), null)
+    })
+
+    it('gives ABORTED at once for a signal aborted while an attempt is in flight, and undoes the attempt', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      for (const busy of [true, false]) {
+        const name = ctx.name(`wait-abort-in-flight-${busy ? 'busy' : 'free'}`)
+        const holder = busy ? await a.mutex(name).acquire() : undefined
+        // The store answers this client's attempts only when the gate opens.
+        const gate = holdReplies(b)
+        const released = releaseCalls(b)
+        const controller = new AbortController()
+        const waiting = b.mutex(name).acquire({ signal: controller.signal })
+        await gate.sent
+        controller.abort(new Error('shutting down'))
+        await withTimeout(assert.rejects(waiting, (e) => isBatonError(e, 'ABORTED')), ms(5000), 'ABORTED with the attempt still in flight')
+        gate.open()
+        await withTimeout(released.next, ms(5000), 'the aborted attempt to be undone')
+        const view = await a.inspect(name)
+        assert.deepEqual(view?.waiters ?? [], [], 'no line entry is left')
+        assert.deepEqual(view?.holders.map((h) => h.owner) ?? [], holder ? [holder.owner] : [], 'no hold is left')
+        await holder?.release()
+      }
     })
 
     it('using() releases when its function throws, and passes the error on', async () => {
