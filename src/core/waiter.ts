@@ -12,19 +12,34 @@ export interface Grant {
 }
 
 /**
- * Routes a store's wake-ups for one owner: to the waiting loop while it waits,
- * then to the hold (for loss notices) once granted.
+ * Routes a store's wake-ups for one owner. Until the hold exists they are
+ * kept, in order, for the waiting loop (which `onArrive` nudges); `to(hold)`
+ * then replays what is left and sends the rest straight to the hold, so no
+ * wake-up between the waiter and the hold is ever dropped.
  */
 export class WakeRoute {
-  /** Wake-ups that came while nobody listened (a hand-over can overtake the acquire reply). */
+  /** Wake-ups nobody has handled yet (a hand-over can overtake the acquire reply). */
   pending: Wake[] | undefined
-  private handler: { onWake(wake: Wake): void } | undefined
+  /** `lost` wake-ups seen so far: a grant learnt before the latest one may be gone. */
+  losses = 0
+  /** Set by the waiting loop while it sleeps. */
+  onArrive: (() => void) | undefined
+  private hold: { onWake(wake: Wake): void } | undefined
   readonly deliver = (wake: Wake): void => {
-    if (this.handler) this.handler.onWake(wake)
-    else (this.pending ??= []).push(wake)
+    if (wake.type === 'lost') this.losses++
+    if (this.hold) return this.hold.onWake(wake)
+    ;(this.pending ??= []).push(wake)
+    this.onArrive?.()
   }
-  to(handler: { onWake(wake: Wake): void }): void {
-    this.handler = handler
+  to(hold: { onWake(wake: Wake): void }): void {
+    this.hold = hold
+    const pending = this.take()
+    if (pending) for (const wake of pending) hold.onWake(wake)
+  }
+  take(): Wake[] | undefined {
+    const pending = this.pending
+    this.pending = undefined
+    return pending
   }
 }
 
@@ -53,9 +68,9 @@ export async function obtain(
   attempt.retry = false
 
   let announced = false
-  let nudge: (() => void) | undefined
   for (;;) {
     const sentAt = monotonicNow()
+    const lossesBefore = route.losses
     const reply = driver.acquire(attempt)
     const result = await untilStopped(reply, signal).catch((error: unknown) => {
       // The attempt may still reach the store after we gave up on it (a frozen
@@ -71,7 +86,12 @@ export async function obtain(
       throw stoppedError(driver, request, aborted(request.name, signal!.reason))
     }
     if (result.status === 'granted') {
-      return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
+      if (route.losses === lossesBefore) return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
+      // A `lost` came while the attempt was in flight: the grant it reports may
+      // be the hold that was just taken away. Ask again; the attempt is
+      // idempotent, so a hold that still exists is simply confirmed.
+      attempt.retry = true
+      continue
     }
     if (result.status === 'conflict') throw invalidArgument(result.detail)
     if (waitMs === 0) {
@@ -83,12 +103,6 @@ export async function obtain(
       if (channels.wait.hasSubscribers) {
         channels.wait.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store } satisfies WaitEvent)
       }
-      route.to({
-        onWake(wake) {
-          ;(route.pending ??= []).push(wake)
-          nudge?.()
-        },
-      })
     }
 
     // Sleep until something can have changed.
@@ -100,19 +114,18 @@ export async function obtain(
     let onAbort: (() => void) | undefined
     await new Promise<void>((resolve) => {
       if (route.pending?.length) return resolve()
-      nudge = resolve
+      route.onArrive = resolve
       timer = setTimeout(resolve, sleepMs)
       if (signal) {
         onAbort = resolve
         signal.addEventListener('abort', onAbort, { once: true })
       }
     })
-    nudge = undefined
+    route.onArrive = undefined
     clearTimeout(timer)
     if (onAbort) signal?.removeEventListener('abort', onAbort)
 
-    const granted = takeGrant(route.pending)
-    route.pending = undefined
+    const granted = grantIn(route.take())
     if (granted) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: monotonicNow(), handoff: true }
     if (signal?.aborted) return giveUp(driver, request, aborted(request.name, signal.reason))
     const left = deadline - monotonicNow()
@@ -132,8 +145,17 @@ function waiterOf(request: AttemptRequest): LockSpec & { owner: string } {
   }
 }
 
-function takeGrant(wakes: Wake[] | undefined): Extract<Wake, { type: 'granted' }> | undefined {
-  return wakes?.find((w): w is Extract<Wake, { type: 'granted' }> => w.type === 'granted')
+/**
+ * The hand-over these wake-ups leave this owner holding, if any: a `lost`
+ * (sent only to holders) ends every grant that came before it.
+ */
+function grantIn(wakes: Wake[] | undefined): Extract<Wake, { type: 'granted' }> | undefined {
+  let granted: Extract<Wake, { type: 'granted' }> | undefined
+  for (const wake of wakes ?? []) {
+    if (wake.type === 'granted') granted = wake
+    else if (wake.type === 'lost') granted = undefined
+  }
+  return granted
 }
 
 /**
