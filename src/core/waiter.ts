@@ -68,6 +68,13 @@ export async function obtain(
   attempt.retry = false
 
   let announced = false
+  /**
+   * When the last attempt answered "busy" was sent. A hand-over can only
+   * happen after the store ran that attempt (an owner already handed the lock
+   * is answered `granted`), so its lease surely runs from no earlier than this.
+   * Line refreshes keep it at most about queueTtl/3 <= ttl/3 old.
+   */
+  let busySentAt = started
   for (;;) {
     const sentAt = monotonicNow()
     const lossesBefore = route.losses
@@ -94,6 +101,7 @@ export async function obtain(
       continue
     }
     if (result.status === 'conflict') throw invalidArgument(result.detail)
+    busySentAt = sentAt
     if (waitMs === 0) {
       if (nullIfBusy) return null
       throw lockTimeout(request.name, 0, result.holder)
@@ -126,7 +134,9 @@ export async function obtain(
     if (onAbort) signal?.removeEventListener('abort', onAbort)
 
     const granted = grantIn(route.take())
-    if (granted) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: monotonicNow(), handoff: true }
+    // Counted from before the store granted, never from when the wake-up was
+    // processed (an event-loop stall would push the deadline past the store's).
+    if (granted) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: busySentAt, handoff: true }
     if (signal?.aborted) return giveUp(driver, request, aborted(request.name, signal.reason))
     const left = deadline - monotonicNow()
     if (left <= 0) return giveUp(driver, request, lockTimeout(request.name, Math.round(waitMs - left), result.holder))

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { isBatonError } from '../../src/index.js'
-import { aborted, nextEvent, type SuiteContext } from './context.js'
+import { aborted, nextEvent, sleep, type SuiteContext } from './context.js'
 import type { WaitEvent } from '../../src/core/events.js'
 import { ms } from '../harness/timing.js'
 
@@ -55,6 +55,31 @@ export function loss(ctx: SuiteContext): void {
       }
     })
 
+    it('a hand-over counts the lease from before the store granted it, also after an event-loop stall', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('loss-handoff-stall')
+      const holder = await a.mutex(name, { ttl: '10s' }).acquire()
+      // Synchronous work (a GC pause, a busy loop) right when the hand-over arrives.
+      const watch = b.driver.watch.bind(b.driver)
+      b.driver.watch = (lockName, owner, onWake) => watch(lockName, owner, (wake) => {
+        if (wake.type === 'granted') busyWait(ms(800))
+        onWake(wake)
+      })
+      const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      const waiting = b.mutex(name, { ttl: ms(3000) }).acquire()
+      await queued
+      await sleep(ms(300))
+      await holder.release()
+      const lease = await waiting
+      b.driver.watch = watch
+      const storeEnd = (await a.inspect(name))?.holders[0]?.expiresAt
+      assert.ok(storeEnd !== undefined)
+      await aborted(lease.signal, ms(10_000))
+      const lostAt = Date.now()
+      // Both are epoch ms of this machine's clock (the store runs here).
+      assert.ok(lostAt <= storeEnd, `the signal fired ${lostAt - storeEnd} ms after the store let the lease go`)
+    })
+
     it('the watchdog keeps a using() hold alive well past its ttl', async () => {
       const client = await ctx.client()
       const name = ctx.name('loss-watchdog')
@@ -87,4 +112,11 @@ export function loss(ctx: SuiteContext): void {
       await next.release()
     })
   })
+}
+
+function busyWait(forMs: number): void {
+  const until = performance.now() + forMs
+  while (performance.now() < until) {
+    // Blocks the event loop on purpose.
+  }
 }
