@@ -1,6 +1,5 @@
 import type { Driver, HoldMode, LockInfo, LockKind, LockSpec } from './core/driver.js'
-import { parseDuration } from './core/duration.js'
-import { invalidArgument } from './core/errors.js'
+import { parseDuration, parseTtl } from './core/duration.js'
 import { Keeper } from './core/keeper.js'
 import { validateName, validatePrefix } from './core/names.js'
 import { checkOptions, optionalBoolean, parsePermits } from './core/options.js'
@@ -133,9 +132,7 @@ export class Baton {
 
   /** @internal */
   ttl(value: MutexOptions['ttl']): number {
-    const ttlMs = parseDuration(value ?? DEFAULT_TTL, 'ttl')
-    if (ttlMs < 10) throw invalidArgument(`"ttl" must be at least 10 ms so the lease can be renewed in time, got ${ttlMs} ms`)
-    return ttlMs
+    return parseTtl(value ?? DEFAULT_TTL)
   }
 
   private view(info: LockInfo): LockView {

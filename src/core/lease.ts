@@ -1,6 +1,7 @@
 import type { Driver, HoldRef, Wake } from './driver.js'
 import { BatonError, leaseLost } from './errors.js'
 import { monotonicNow } from './clock.js'
+import { parseTtl, type Duration } from './duration.js'
 import { channels, type HoldEvent } from './events.js'
 import { safetyMarginMs } from './margin.js'
 import { runHolding, scopeKey, type ScopedHold } from './reentrancy.js'
@@ -178,10 +179,15 @@ export class Lease implements AsyncDisposable {
     return Math.max(0, Math.floor(this.hold.deadline - monotonicNow()))
   }
 
-  /** Renews the lease to `ttl` (default: the lock's ttl). Throws LEASE_LOST if the store let it go. */
-  async extend(ttlMs?: number): Promise<void> {
+  /**
+   * Renews the lease to `ttl` (a duration, as the lock's `ttl`; default: the
+   * lock's ttl). Throws LEASE_LOST if the store let it go, INVALID_ARGUMENT
+   * (the hold untouched) for a bad duration.
+   */
+  async extend(ttl?: Duration): Promise<void> {
+    const ttlMs = ttl === undefined ? this.hold.ttlMs : parseTtl(ttl)
     if (this.released) throw this.hold.notHeldError()
-    await this.hold.extend(ttlMs ?? this.hold.ttlMs)
+    await this.hold.extend(ttlMs)
   }
 
   /** Releases this handle; the store hold goes when the last reentrant handle does. Idempotent. */
