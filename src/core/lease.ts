@@ -36,7 +36,7 @@ export class Hold implements ScopedHold {
     /** Replaced (not mutated) when a write hold is downgraded to read. */
     public ref: HoldRef,
     grant: Grant,
-    private readonly keeper: { forget(hold: Hold): void },
+    private readonly keeper: { forget(hold: Hold): void; checkOpen(): void },
     private readonly unwatch: () => void,
   ) {
     this.ttlMs = grant.ttlMs
@@ -90,6 +90,7 @@ export class Hold implements ScopedHold {
 
   async release(): Promise<void> {
     if (this.state !== 'held') return
+    this.keeper.checkOpen()
     this.state = 'released'
     this.stop()
     if (this.renewing) await this.renewing.catch(() => {})
@@ -112,6 +113,7 @@ export class Hold implements ScopedHold {
 
   async extend(ttlMs: number): Promise<void> {
     if (this.state !== 'held') throw this.notHeldError()
+    this.keeper.checkOpen()
     const sentAt = monotonicNow()
     const [result] = await this.driver.extend([this.ref], ttlMs)
     this.applyExtend(result!, sentAt, ttlMs)

@@ -58,11 +58,15 @@ export type AttemptRequest = Mutable<AcquireRequest>
 export async function obtain(
   driver: Driver, attempt: AttemptRequest, waitMs: number, route: WakeRoute, signal: AbortSignal | undefined,
   nullIfBusy: boolean,
+  /** Aborted by the client's close(), with the error to end the wait with. */
+  closing: AbortSignal,
 ): Promise<Grant | null> {
   const request = attempt // the same object serves every attempt of this owner
   const started = monotonicNow()
   const deadline = started + waitMs
   if (signal?.aborted) throw aborted(request.name, signal.reason)
+  const stopped = (): BatonError | undefined =>
+    closing.aborted ? (closing.reason as BatonError) : signal?.aborted ? aborted(request.name, signal.reason) : undefined
   attempt.enqueue = waitMs > 0
   attempt.queueTtlMs = Math.min(attempt.ttlMs, waitMs + 50)
   attempt.retry = false
@@ -92,6 +96,8 @@ export async function obtain(
       reply.then(undo, undo)
       throw stoppedError(driver, request, aborted(request.name, signal!.reason))
     }
+    // Closed while the attempt was out: undo whatever it did in the store.
+    if (closing.aborted) return giveUp(driver, request, closing.reason as BatonError)
     if (result.status === 'granted') {
       if (route.losses === lossesBefore) return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
       // A `lost` came while the attempt was in flight: the grant it reports may
@@ -114,30 +120,32 @@ export async function obtain(
     }
 
     // Sleep until something can have changed.
-    if (signal?.aborted) return giveUp(driver, request, aborted(request.name, signal.reason))
+    const stop = stopped()
+    if (stop) return giveUp(driver, request, stop)
     const now = monotonicNow()
     if (now >= deadline) return giveUp(driver, request, lockTimeout(request.name, Math.round(now - started), result.holder))
     const sleepMs = Math.max(1, Math.min(result.retryAfterMs, attempt.queueTtlMs / 3, deadline - now))
     let timer: NodeJS.Timeout | undefined
-    let onAbort: (() => void) | undefined
+    let wake!: () => void
     await new Promise<void>((resolve) => {
+      wake = () => resolve()
       if (route.pending?.length) return resolve()
-      route.onArrive = resolve
-      timer = setTimeout(resolve, sleepMs)
-      if (signal) {
-        onAbort = resolve
-        signal.addEventListener('abort', onAbort, { once: true })
-      }
+      route.onArrive = wake
+      timer = setTimeout(wake, sleepMs)
+      signal?.addEventListener('abort', wake, { once: true })
+      closing.addEventListener('abort', wake, { once: true })
     })
     route.onArrive = undefined
     clearTimeout(timer)
-    if (onAbort) signal?.removeEventListener('abort', onAbort)
+    signal?.removeEventListener('abort', wake)
+    closing.removeEventListener('abort', wake)
 
     const granted = grantIn(route.take())
+    const stopNow = stopped()
+    if (stopNow) return giveUp(driver, request, stopNow)
     // Counted from before the store granted, never from when the wake-up was
     // processed (an event-loop stall would push the deadline past the store's).
     if (granted) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: busySentAt, handoff: true }
-    if (signal?.aborted) return giveUp(driver, request, aborted(request.name, signal.reason))
     const left = deadline - monotonicNow()
     if (left <= 0) return giveUp(driver, request, lockTimeout(request.name, Math.round(waitMs - left), result.holder))
     attempt.retry = true

@@ -131,6 +131,28 @@ export function waiting(ctx: SuiteContext): void {
       }
     })
 
+    it('close() ends pending acquires at once with CLOSED, leaves no line entry, and later calls say the client is closed', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('wait-close')
+      const holder = await a.mutex(name).acquire()
+      const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      const waiting = b.mutex(name).acquire()
+      await queued
+      const closing = b.close()
+      const closed = (e: unknown) => isBatonError(e, 'CLOSED') && !e.retryable && /closed/.test((e as Error).message)
+      await withTimeout(assert.rejects(waiting, closed), ms(5000), 'the pending acquire to end')
+      await closing
+      assert.deepEqual((await a.inspect(name))?.waiters, [], 'the closed client left the line')
+      await holder.release()
+      assert.equal(await a.inspect(name), null, 'nobody was handed the lock')
+      await assert.rejects(b.mutex(name).acquire(), closed)
+      await assert.rejects(b.mutex(name).tryAcquire(), closed)
+      await assert.rejects(b.inspect(name), closed)
+      await assert.rejects(b.list(), closed)
+      await assert.rejects(b.forceRelease(name), closed)
+      await b.close()
+    })
+
     it('using() releases when its function throws, and passes the error on', async () => {
       const client = await ctx.client()
       const name = ctx.name('wait-using-throws')
