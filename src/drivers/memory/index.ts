@@ -159,6 +159,12 @@ export class MemoryDriver implements Driver {
     }
   }
 
+  /**
+   * Frees the name and grants it to nobody: holders are told they lost it,
+   * and the line is dropped with a "retry" to each live waiter, so live ones
+   * line up again at once (in the order their retries arrive) while a dead
+   * waiter at the head can not be handed the name.
+   */
   async forceRelease(name: string): Promise<boolean> {
     const state = this.locks.get(name)
     if (!state) return false
@@ -169,7 +175,10 @@ export class MemoryDriver implements Driver {
     }
     state.holders.clear()
     state.blockedUntil = 0
-    this.promote(name, state, monotonicNow())
+    const now = monotonicNow()
+    for (const waiter of state.line.splice(0)) {
+      if (waiter.staleAt > now) this.notify(waiter.owner, { type: 'retry' })
+    }
     this.dropIfIdle(name, state)
     return held
   }
