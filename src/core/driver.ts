@@ -169,9 +169,10 @@ export interface Driver {
   list(prefix: string): AsyncIterable<LockInfo>
   /**
    * Frees `name` at once: drops every hold (holders get a `lost` wake-up),
-   * grants it to nobody, and wakes every live waiter with `retry` so they try
-   * again now and the line order decides. No lock delay applies. True if
-   * anything was held.
+   * grants it to nobody, and drops the line, waking every waiter whose entry
+   * is live with `retry`: live waiters line up again at once (in the order
+   * their retries arrive), so a dead waiter at the head can never be handed
+   * the name. No lock delay applies. True if anything was held.
    */
   forceRelease(name: string): Promise<boolean>
   close(): Promise<void>
