@@ -15,7 +15,8 @@ interface Holder {
   owner: string
   token: bigint
   mode: HoldMode
-  expiresAt: number // monotonic
+  /** Monotonic. For a phantom: when its lock delay ends. */
+  expiresAt: number
   lockDelayMs: number
   timer: NodeJS.Timeout
 }
@@ -31,9 +32,12 @@ interface LockState {
   fair: boolean
   permits: number
   holders: Map<string, Holder>
+  /**
+   * Lock delay: expired holds that keep their own slot (same mode) until their
+   * `expiresAt`, held by nobody: their owners can not extend or release them.
+   */
+  phantoms: Set<Holder>
   line: Waiter[]
-  blockedUntil: number // monotonic; lock delay after an expiry
-  delayTimer?: NodeJS.Timeout
 }
 
 const CAPABILITIES: Capabilities = {
@@ -75,7 +79,7 @@ export class MemoryDriver implements Driver {
       state = undefined
     }
     if (!state) {
-      state = { kind: request.kind, fair: request.fair, permits: request.permits, holders: new Map(), line: [], blockedUntil: 0 }
+      state = { kind: request.kind, fair: request.fair, permits: request.permits, holders: new Map(), phantoms: new Set(), line: [] }
       this.locks.set(request.name, state)
     } else {
       const conflict = describeConflict(state, request)
@@ -88,7 +92,7 @@ export class MemoryDriver implements Driver {
 
     const queued = state.line.findIndex((w) => w.owner === request.owner)
     const barging = queued < 0 && (!request.fair || state.line.length === 0)
-    if (barging && now >= state.blockedUntil && canJoin(heldModes(state), request.mode, state.permits, hasQueuedWriter(state))) {
+    if (barging && canJoin(heldModes(state), request.mode, state.permits, hasQueuedWriter(state))) {
       return this.grant(request.name, state, request, now)
     }
     if (request.enqueue) {
@@ -173,8 +177,9 @@ export class MemoryDriver implements Driver {
       clearTimeout(holder.timer)
       this.notify(holder.owner, { type: 'lost', reason: 'released by force (forceRelease)' })
     }
+    for (const phantom of state.phantoms) clearTimeout(phantom.timer)
     state.holders.clear()
-    state.blockedUntil = 0
+    state.phantoms.clear()
     const now = monotonicNow()
     for (const waiter of state.line.splice(0)) {
       if (waiter.staleAt > now) this.notify(waiter.owner, { type: 'retry' })
@@ -191,7 +196,6 @@ export class MemoryDriver implements Driver {
 
   /** Hands the name to the head of the line while the head fits (several readers or permits at once). */
   private promote(name: string, state: LockState, now: number): void {
-    if (now < state.blockedUntil) return
     while (state.line.length > 0) {
       const head = state.line[0]!
       if (head.staleAt <= now) {
@@ -232,28 +236,23 @@ export class MemoryDriver implements Driver {
     if (holder.expiresAt > now) return this.armExpiry(name, state, holder, holder.expiresAt - now)
     state.holders.delete(holder.owner)
     if (holder.lockDelayMs > 0) {
-      state.blockedUntil = Math.max(state.blockedUntil, now + holder.lockDelayMs)
-      clearTimeout(state.delayTimer)
-      state.delayTimer = setTimeout(() => {
+      // Lock delay: the expired hold keeps its slot, as a phantom, a while longer.
+      const phantom = { ...holder, expiresAt: now + holder.lockDelayMs }
+      state.phantoms.add(phantom)
+      phantom.timer = setTimeout(() => {
+        state.phantoms.delete(phantom)
         this.promote(name, state, monotonicNow())
         this.dropIfIdle(name, state)
-        this.wakeLine(state)
-      }, state.blockedUntil - now + 1)
-      state.delayTimer.unref()
-      return
+      }, holder.lockDelayMs + 1)
+      phantom.timer.unref()
     }
     this.promote(name, state, now)
     this.dropIfIdle(name, state)
   }
 
-  /** After a lock delay ends with nobody to hand to, let barging waiters of a non-fair lock retry. */
-  private wakeLine(state: LockState): void {
-    for (const waiter of state.line) this.notify(waiter.owner, { type: 'retry' })
-  }
-
   private retryAfter(state: LockState, now: number): number {
-    let soonest = state.blockedUntil > now ? state.blockedUntil - now : Infinity
-    for (const holder of state.holders.values()) soonest = Math.min(soonest, holder.expiresAt - now)
+    let soonest = Infinity
+    for (const holder of [...state.holders.values(), ...state.phantoms]) soonest = Math.min(soonest, holder.expiresAt - now)
     return Number.isFinite(soonest) ? Math.max(1, Math.ceil(soonest)) : 1
   }
 
@@ -277,18 +276,18 @@ export class MemoryDriver implements Driver {
   }
 
   private drop(name: string, state: LockState): void {
-    for (const holder of state.holders.values()) clearTimeout(holder.timer)
-    clearTimeout(state.delayTimer)
+    for (const holder of [...state.holders.values(), ...state.phantoms]) clearTimeout(holder.timer)
     if (this.locks.get(name) === state) this.locks.delete(name)
   }
 }
 
 function isIdle(state: LockState, now: number): boolean {
-  return state.holders.size === 0 && now >= state.blockedUntil && state.line.every((w) => w.staleAt <= now)
+  return state.holders.size === 0 && state.phantoms.size === 0 && state.line.every((w) => w.staleAt <= now)
 }
 
+/** Modes of the holds and of the phantoms of expired holds (lock delay): both take their slot. */
 function heldModes(state: LockState): HoldMode[] {
-  return [...state.holders.values()].map((h) => h.mode)
+  return [...state.holders.values(), ...state.phantoms].map((h) => h.mode)
 }
 
 function hasQueuedWriter(state: LockState): boolean {
