@@ -38,17 +38,28 @@ interface LockState {
    */
   phantoms: Set<Holder>
   line: Waiter[]
+  /** Highest token granted for this name while it has state (for inspect). */
+  lastToken: bigint
 }
 
 const CAPABILITIES: Capabilities = {
   fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: false,
 }
 
-/** The state of one in-process store, shared by every client connected to it. */
+/**
+ * The state of one in-process store, shared by every client connected to it.
+ *
+ * Bounded state: a name's state goes as soon as nobody holds or awaits it
+ * (a line entry only exists behind a hold or a lock-delay phantom, and every
+ * end of those drops the name once idle), well within any `fenceTtl`. Fencing
+ * needs no per-name counter: one store-wide counter numbers every grant, so
+ * tokens strictly increase for every name (they are not consecutive per name)
+ * for as long as the process lives, which is as long as this store does.
+ */
 class MemoryStore {
   readonly locks = new Map<string, LockState>()
-  /** Fencing counters outlive the locks they count for. */
-  readonly tokens = new Map<string, bigint>()
+  /** The last token granted, for any name. */
+  lastToken = 0n
   /** Wake-up routes by owner (owners are unique across clients). */
   readonly watchers = new Map<string, (wake: Wake) => void>()
 }
@@ -60,14 +71,12 @@ export class MemoryDriver implements Driver {
   readonly store = 'memory'
   readonly capabilities = CAPABILITIES
   private readonly locks: Map<string, LockState>
-  private readonly tokens: Map<string, bigint>
   private readonly watchers: Map<string, (wake: Wake) => void>
   /** Owners this client watches, forgotten at close(). */
   private readonly mine = new Set<string>()
 
-  constructor(shared: MemoryStore = new MemoryStore()) {
+  constructor(private readonly shared: MemoryStore = new MemoryStore()) {
     this.locks = shared.locks
-    this.tokens = shared.tokens
     this.watchers = shared.watchers
   }
 
@@ -79,7 +88,7 @@ export class MemoryDriver implements Driver {
       state = undefined
     }
     if (!state) {
-      state = { kind: request.kind, fair: request.fair, permits: request.permits, holders: new Map(), phantoms: new Set(), line: [] }
+      state = { kind: request.kind, fair: request.fair, permits: request.permits, holders: new Map(), phantoms: new Set(), line: [], lastToken: 0n }
       this.locks.set(request.name, state)
     } else {
       const conflict = describeConflict(state, request)
@@ -213,8 +222,8 @@ export class MemoryDriver implements Driver {
     name: string, state: LockState,
     who: { owner: string; mode: HoldMode; ttlMs: number; lockDelayMs: number }, now: number,
   ): { status: 'granted'; token: bigint; ttlMs: number } {
-    const token = (this.tokens.get(name) ?? 0n) + 1n
-    this.tokens.set(name, token)
+    const token = ++this.shared.lastToken
+    state.lastToken = token
     const holder: Holder = {
       owner: who.owner, token, mode: who.mode, expiresAt: now + who.ttlMs, lockDelayMs: who.lockDelayMs,
       timer: undefined as unknown as NodeJS.Timeout,
@@ -267,7 +276,7 @@ export class MemoryDriver implements Driver {
       name, kind: state.kind, fair: state.fair, permits: state.permits,
       holders: [...state.holders.values()].map((h) => summary(h, now, wall)),
       waiters: state.line.filter((w) => w.staleAt > now).map((w) => ({ owner: w.owner, mode: w.mode })),
-      lastToken: this.tokens.get(name) ?? 0n,
+      lastToken: state.lastToken,
     }
   }
 
