@@ -79,7 +79,14 @@ export interface HolderSummary {
 export type AcquireResult =
   /** Granted: `ttlMs` is the lease the store set, counted from its grant. */
   | { readonly status: 'granted'; readonly token: bigint; readonly ttlMs: number }
-  /** Not granted now. `retryAfterMs`: when trying again could succeed even without a wake-up. */
+  /**
+   * Not granted now. `retryAfterMs`: when trying again could succeed even
+   * without a wake-up. The core sleeps until then (or until a wake-up, or the
+   * line entry's refresh, whichever is first), so this is how a store keeps a
+   * dying holder from bringing every waiter back at once: a store that hands
+   * over answers the head of its line with the holders' lease end, and the
+   * waiters behind it (served by hand-overs) with at least their `queueTtlMs`.
+   */
   | { readonly status: 'busy'; readonly retryAfterMs: number; readonly holder?: HolderSummary }
   /** Can never succeed as asked (another kind or permit count uses the name): the core throws INVALID_ARGUMENT. */
   | { readonly status: 'conflict'; readonly detail: string }

@@ -104,12 +104,19 @@ export class MemoryDriver implements Driver {
     if (barging && canJoin(heldModes(state), request.mode, state.permits, hasQueuedWriter(state))) {
       return this.grant(request.name, state, request, now)
     }
+    let place = -1
     if (request.enqueue) {
       const staleAt = now + request.queueTtlMs
       if (queued >= 0) state.line[queued]!.staleAt = staleAt
       else state.line.push({ owner: request.owner, mode: request.mode, ttlMs: request.ttlMs, lockDelayMs: request.lockDelayMs, staleAt })
+      place = queued >= 0 ? queued : state.line.length - 1
     }
-    return { status: 'busy', retryAfterMs: this.retryAfter(state, now), ...holderOf(state, now) }
+    // Only the head of the line needs to look again when the holders' leases
+    // end (in case a hand-over is lost); everyone behind it is served by
+    // hand-overs, so it only refreshes its entry: a holder dying with N
+    // waiters brings one attempt, not N.
+    const retryAfterMs = place > 0 ? Math.max(request.queueTtlMs, this.retryAfter(state, now)) : this.retryAfter(state, now)
+    return { status: 'busy', retryAfterMs, ...holderOf(state, now) }
   }
 
   async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
