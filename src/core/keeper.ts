@@ -1,11 +1,11 @@
 import type { Driver, LockSpec } from './driver.js'
 import { setMaxListeners } from 'node:events'
-import { clientClosed, invalidArgument } from './errors.js'
+import { aborted, clientClosed, invalidArgument, lockTimeout } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { channels } from './events.js'
 import { Hold, Lease } from './lease.js'
 import { newOwnerId } from './owner.js'
-import { heldInFlow } from './reentrancy.js'
+import { scopeInFlow, type Reentry } from './reentrancy.js'
 import { obtain, WakeRoute, type AttemptRequest } from './waiter.js'
 import { Watchdog } from './watchdog.js'
 
@@ -60,8 +60,11 @@ export class Keeper {
 
   private async takeOpen(spec: LockSpec, options: TakeOptions): Promise<Lease | null> {
     if (options.reentrant) {
-      const inFlow = heldInFlow<Hold>(this.clientId, spec.name)
-      if (inFlow) return this.reenter(inFlow, spec)
+      const scope = scopeInFlow(this.clientId, spec.name)
+      if (scope) {
+        const lease = await this.reenter(scope, spec, options)
+        if (lease !== undefined) return lease
+      }
     }
 
     const owner = newOwnerId(this.clientId)
@@ -100,7 +103,7 @@ export class Keeper {
     if (channels.acquire.hasSubscribers) {
       channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff })
     }
-    return new Lease(hold, this.clientId, spec.mode)
+    return new Lease(hold, this.clientId, spec.mode, hold.turns.enter(hold, undefined))
   }
 
   /** Called by a hold when it ends (released or lost). */
@@ -109,21 +112,67 @@ export class Keeper {
     this.live.delete(hold.ref.owner)
   }
 
-  private reenter(hold: Hold, spec: LockSpec): Lease {
-    const held = hold.ref
-    const fits =
-      held.mode === spec.mode || (held.mode === 'write' && spec.mode === 'read')
-    if (!fits) {
-      throw invalidArgument(
-        `cannot take "${spec.name}" as ${spec.mode} while this flow holds it as ${held.mode}: ` +
-          (held.mode === 'read' && spec.mode === 'write'
-            ? 'upgrading a read lock to a write lock would deadlock; release the read lock first'
-            : 'release the held lock first'),
-      )
+  /**
+   * Re-enters the hold this flow is inside of. A flow nested in the innermost
+   * open re-entry goes in at once; a sibling flow (started side by side inside
+   * the same scope) waits locally for its turn, within `wait`. Undefined when
+   * the hold ended meanwhile: the caller then asks the store like anyone else.
+   */
+  private async reenter(scope: Reentry, spec: LockSpec, options: TakeOptions): Promise<Lease | null | undefined> {
+    const started = monotonicNow()
+    for (;;) {
+      const hold = scope.hold as Hold
+      const at = hold.active ? hold.turns.around(scope) : undefined
+      if (!at) return undefined
+      const held = hold.ref
+      const fits = held.mode === spec.mode || (held.mode === 'write' && spec.mode === 'read')
+      if (!fits) {
+        throw invalidArgument(
+          `cannot take "${spec.name}" as ${spec.mode} while this flow holds it as ${held.mode}: ` +
+            (held.mode === 'read' && spec.mode === 'write'
+              ? 'upgrading a read lock to a write lock would deadlock; release the read lock first'
+              : 'release the held lock first'),
+        )
+      }
+      if (hold.turns.isInnermost(at)) {
+        hold.count += 1
+        if (channels.acquire.hasSubscribers) {
+          channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: true, handoff: false })
+        }
+        return new Lease(hold, this.clientId, spec.mode, hold.turns.enter(hold, at))
+      }
+      const left = started + options.waitMs - monotonicNow()
+      if (left <= 0) {
+        if (options.nullIfBusy) return null
+        throw lockTimeout(spec.name, Math.round(monotonicNow() - started))
+      }
+      await this.turnOrStop(hold, spec.name, left, options.signal)
     }
-    hold.count += 1
-    if (channels.acquire.hasSubscribers) channels.acquire.publish({ ...hold.event(), waitedMs: 0, reentered: true, handoff: false })
-    return new Lease(hold, this.clientId, spec.mode)
+  }
+
+  /** Waits until a re-entry of `hold` ends; throws on timeout, abort or close. */
+  private async turnOrStop(hold: Hold, name: string, leftMs: number, signal: AbortSignal | undefined): Promise<void> {
+    this.checkOpen()
+    if (signal?.aborted) throw aborted(name, signal.reason)
+    const turn = hold.turns.changed()
+    let timer: NodeJS.Timeout | undefined
+    let onStop!: () => void
+    const stopped = new Promise<'stopped'>((resolve) => {
+      onStop = () => resolve('stopped')
+      signal?.addEventListener('abort', onStop, { once: true })
+      this.closing.signal.addEventListener('abort', onStop, { once: true })
+    })
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      if (Number.isFinite(leftMs)) timer = setTimeout(() => resolve('timeout'), leftMs)
+    })
+    const outcome = await Promise.race([turn.promise, stopped, timedOut])
+    turn.cancel()
+    clearTimeout(timer)
+    signal?.removeEventListener('abort', onStop)
+    this.closing.signal.removeEventListener('abort', onStop)
+    this.checkOpen()
+    if (signal?.aborted) throw aborted(name, signal.reason)
+    if (outcome === 'timeout') throw lockTimeout(name, Math.round(leftMs))
   }
 
   /** Reentrant handles on `owner`'s hold when this client has it, else 1. */
