@@ -7,6 +7,9 @@ import type { StoreUrl } from '../../core/url.js'
 
 export type RedisClient = Redis | Cluster
 
+/** A subscriber resubscribes itself (see create); a sharded one (cluster only) has one connection per shard. */
+type Role = 'subscriber' | 'sharded-subscriber'
+
 export interface RedisTarget {
   /**
    * Makes a new connection (or cluster client) to the same store. A
@@ -14,7 +17,9 @@ export interface RedisTarget {
    * leaves a rejected promise unhandled when the connection closes meanwhile,
    * so the driver resubscribes on 'ready' instead.
    */
-  create(role?: 'subscriber'): RedisClient
+  create(role?: Role): RedisClient
+  /** redis+cluster:// */
+  readonly cluster: boolean
   /** Key prefix, `?prefix=` in the URL, default "baton". */
   readonly keyPrefix: string
   readonly display: string
@@ -47,7 +52,7 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
     ...(url.password ? { password: url.password } : {}),
   }
   const hosts = url.hosts.map((h) => ({ host: h.host, port: h.port ?? DEFAULT_PORT }))
-  const named = { keyPrefix, display: url.display, user: url.username ?? 'default' }
+  const named = { keyPrefix, display: url.display, user: url.username ?? 'default', cluster: url.scheme === 'redis+cluster' }
   switch (url.scheme) {
     case 'redis':
     case 'rediss': {
@@ -75,7 +80,12 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
       return {
         ...named,
         db: 0,
-        create: (role) => new Cluster(hosts, { ...settings, redisOptions: forRole(settings.redisOptions!, role) }),
+        create: (role) => new Cluster(hosts, {
+          ...settings,
+          // ioredis keeps one subscriber per master and resubscribes sharded channels itself.
+          ...(role === 'sharded-subscriber' ? { shardedSubscribers: true } : {}),
+          redisOptions: role === 'sharded-subscriber' ? settings.redisOptions! : forRole(settings.redisOptions!, role),
+        }),
       }
     }
     default:
@@ -94,7 +104,7 @@ function tlsOptions(url: StoreUrl): ConnectionOptions {
   }
 }
 
-function forRole(settings: RedisOptions, role?: 'subscriber'): RedisOptions {
+function forRole(settings: RedisOptions, role?: Role): RedisOptions {
   return role === 'subscriber' ? { ...settings, autoResubscribe: false } : settings
 }
 
@@ -104,7 +114,7 @@ function forRole(settings: RedisOptions, role?: 'subscriber'): RedisOptions {
  * INVALID_ARGUMENT for a database the server does not have, else
  * BACKEND_UNAVAILABLE.
  */
-export async function openClient(target: RedisTarget, timeoutMs: number, role?: 'subscriber'): Promise<RedisClient> {
+export async function openClient(target: RedisTarget, timeoutMs: number, role?: Role): Promise<RedisClient> {
   const client = target.create(role)
   // ioredis reports a refused AUTH or SELECT only as 'error' events (and then
   // keeps reconnecting, or goes on in db 0): watch them while connecting.

@@ -6,7 +6,7 @@ import { inspect } from 'node:util'
 import { backendUnavailable, invalidArgument } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
-import { keyList, lockKeys, nameOfKey, scanPattern, wakeChannelPrefix } from './keys.js'
+import { keyList, lockKeys, nameOfKey, scanPattern, shardedWakeChannelPrefix, slotOfName, wakeChannelPrefix } from './keys.js'
 import { loadScripts, Scripts, type ScriptName } from './scripts.js'
 
 const CAPABILITIES: Capabilities = {
@@ -44,23 +44,62 @@ export class RedisDriver implements Driver {
     private readonly target: RedisTarget,
     readonly clientId: string,
     private readonly fenceTtlMs: number,
+    /** Redis Cluster >= 7: wake-ups by SPUBLISH on per-slot channels (see keys.ts). */
+    readonly sharded = false,
   ) {
     this.scripts = new Scripts(client)
     this.channelPrefix = wakeChannelPrefix(target.keyPrefix)
-    subscriber.on('message', (_channel: string, message: string) => this.dispatch(message))
+    const onMessage = (_channel: string, message: string): void => this.dispatch(message)
+    subscriber.on('message', onMessage)
+    subscriber.on('smessage', onMessage)
   }
 
   get wakeChannel(): string {
     return this.channelPrefix + this.clientId
   }
 
+  /** Where scripts publish wake-ups for `name`'s waiters and holders. */
+  private channelFor(name: string): string {
+    return this.sharded ? shardedWakeChannelPrefix(this.target.keyPrefix, slotOfName(name)) : this.channelPrefix
+  }
+
+  /** Sharded mode: the subscription of each slot used: true once active, or while it is made. */
+  private readonly slots = new Map<number, true | Promise<void>>()
+
+  /**
+   * Sharded mode: subscribes to this client's channel for the slot of `name`
+   * once, before the first attempt on that slot is sent, so no wake-up
+   * published for that attempt can come before the subscription. A failed
+   * subscription is tried again by the next attempt; the retry timers cover
+   * the attempts in between.
+   */
+  private slotReady(name: string): true | Promise<void> {
+    const slot = slotOfName(name)
+    const known = this.slots.get(slot)
+    if (known) return known
+    const subscribing = this.subscriber.ssubscribe(shardedWakeChannelPrefix(this.target.keyPrefix, slot) + this.clientId).then(
+      () => {
+        this.slots.set(slot, true)
+      },
+      () => {
+        this.slots.delete(slot)
+      },
+    )
+    this.slots.set(slot, subscribing)
+    return subscribing
+  }
+
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    if (this.sharded) {
+      const ready = this.slotReady(request.name)
+      if (ready !== true) await ready
+    }
     // Every attempt is the same script whether or not it is a retry: the
     // script itself recognises an owner that already holds or waits.
     const reply = (await this.call('acquire', request.name, [
       request.owner, specOf(request), request.ttlMs, request.lockDelayMs,
       request.enqueue ? 1 : 0, Math.ceil(request.queueTtlMs),
-      request.name, this.channelPrefix, this.fenceTtlMs,
+      request.name, this.channelFor(request.name), this.fenceTtlMs,
     ])) as [number, number | string, string | null, number | null]
     const [status] = reply
     if (status === 1) return { status: 'granted', token: BigInt(reply[1]), ttlMs: Number(reply[2]) }
@@ -82,13 +121,13 @@ export class RedisDriver implements Driver {
 
   async release(hold: HoldRef | (LockSpec & { owner: string })): Promise<boolean> {
     const member = 'token' in hold ? memberOf(hold) : ''
-    const released = await this.call('release', hold.name, [member, hold.owner, this.channelPrefix, this.fenceTtlMs])
+    const released = await this.call('release', hold.name, [member, hold.owner, this.channelFor(hold.name), this.fenceTtlMs])
     return Number(released) === 1
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {
     const read: HoldRef = { ...hold, mode: 'read' }
-    return Number(await this.call('downgrade', hold.name, [memberOf(hold), memberOf(read), this.channelPrefix, this.fenceTtlMs])) === 1
+    return Number(await this.call('downgrade', hold.name, [memberOf(hold), memberOf(read), this.channelFor(hold.name), this.fenceTtlMs])) === 1
   }
 
   /** Tells every watched owner to try again now (wake-ups may have been missed). */
@@ -152,7 +191,7 @@ export class RedisDriver implements Driver {
   }
 
   async forceRelease(name: string): Promise<boolean> {
-    return Number(await this.call('forceRelease', name, [this.channelPrefix])) > 0
+    return Number(await this.call('forceRelease', name, [this.channelFor(name)])) > 0
   }
 
   async close(): Promise<void> {
@@ -230,8 +269,10 @@ export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: D
   const client = await openClient(target, options.connectTimeoutMs)
   let subscriber: RedisClient
   try {
-    subscriber = await openClient(target, options.connectTimeoutMs, 'subscriber')
-    const driver = new RedisDriver(client, subscriber, target, options.clientId, Math.ceil(options.fenceTtlMs))
+    const sharded = target.cluster && (await majorVersion(client)) >= 7
+    subscriber = await openClient(target, options.connectTimeoutMs, sharded ? 'sharded-subscriber' : 'subscriber')
+    const driver = new RedisDriver(client, subscriber, target, options.clientId, Math.ceil(options.fenceTtlMs), sharded)
+    if (sharded) return driver
     await subscriber.subscribe(driver.wakeChannel)
     // After a reconnect (or failover, or CLIENT KILL TYPE pubsub): wake-ups
     // sent meanwhile are lost. Once subscribed again, every waiter checks at
@@ -245,4 +286,10 @@ export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: D
     client.disconnect()
     throw backendUnavailable(`redis store at ${target.display}`, cause)
   }
+}
+
+/** The server's major version (a cluster answers from one of its nodes; all run one version). */
+async function majorVersion(client: RedisClient): Promise<number> {
+  const info = await client.info('server')
+  return Number(/^redis_version:(\d+)/m.exec(info)?.[1] ?? 0)
 }
