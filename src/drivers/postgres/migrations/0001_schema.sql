@@ -1,0 +1,329 @@
+-- baton PostgreSQL schema, version 1.
+--
+-- Applied by the driver on first use, inside one transaction that holds an
+-- advisory lock, and recorded in {{schema}}.migrations. {{schema}} stands for
+-- the schema named by ?schema= in the store URL (default: baton); to apply it
+-- by hand, replace it and run the file with psql.
+--
+-- A lease is a row. Its expiry is the database's clock_timestamp(), read
+-- once per operation after the name's row lock is taken: no client clock is
+-- ever involved. Every operation that changes a name first locks its row in
+-- `names`, so one name's operations run one after another, and a release
+-- hands the name to the next in line in the same transaction; pg_notify()
+-- then tells that waiter's client (delivered when the transaction commits).
+
+-- One row per name in use, or used within ?fenceTtl= (default 1 h).
+CREATE TABLE {{schema}}.names (
+  name       text COLLATE "C" PRIMARY KEY,
+  kind       text NOT NULL,              -- mutex | rwlock | semaphore
+  fair       boolean NOT NULL,
+  permits    integer NOT NULL,
+  last_token bigint NOT NULL DEFAULT 0,  -- the fencing counter
+  touched_at timestamptz NOT NULL        -- last acquire, release or expiry seen
+);
+CREATE INDEX names_touched_at ON {{schema}}.names (touched_at);
+
+-- One row per hold (a mutex or write holder, each reader, each permit).
+CREATE TABLE {{schema}}.holds (
+  name          text COLLATE "C" NOT NULL,
+  owner         text NOT NULL,           -- <client id>.<lease id>
+  mode          text NOT NULL,           -- exclusive | read | write | permit
+  token         bigint NOT NULL,
+  expires_at    timestamptz NOT NULL,
+  lock_delay_ms integer NOT NULL,
+  -- expires_at + lock delay: an expired hold keeps its slot taken until then.
+  blocked_until timestamptz NOT NULL,
+  PRIMARY KEY (name, owner)
+);
+CREATE INDEX holds_blocked_until ON {{schema}}.holds (blocked_until);
+
+-- The waiting line, served in `seq` order; an entry its owner stops
+-- refreshing is dropped at stale_at.
+CREATE TABLE {{schema}}.line (
+  name          text COLLATE "C" NOT NULL,
+  owner         text NOT NULL,
+  seq           bigint GENERATED ALWAYS AS IDENTITY,
+  mode          text NOT NULL,
+  ttl_ms        integer NOT NULL,
+  lock_delay_ms integer NOT NULL,
+  stale_at      timestamptz NOT NULL,
+  PRIMARY KEY (name, owner)
+);
+CREATE INDEX line_order ON {{schema}}.line (name, seq);
+CREATE INDEX line_stale_at ON {{schema}}.line (stale_at);
+
+CREATE FUNCTION {{schema}}.ms(span interval) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$ SELECT ceil(extract(epoch FROM span) * 1000)::bigint $$;
+
+-- Whether a hold of `mode` fits next to `held` holds, `others` of which are
+-- not readers. Exclusive and write holds are alone; a reader joins readers
+-- while no writer waits; a permit joins while fewer than `permits` hold.
+CREATE FUNCTION {{schema}}.fits(mode text, held bigint, others bigint, permits integer, writer_waiting boolean)
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE mode
+    WHEN 'read' THEN others = 0 AND NOT writer_waiting
+    WHEN 'permit' THEN held < permits
+    ELSE held = 0
+  END
+$$;
+
+-- The next fencing token of a name: one above its counter, and never below
+-- the database clock in microseconds. The counter alone would restart from
+-- 0 once the sweep has dropped an idle name's row (after ?fenceTtl=), and
+-- could go back after a failover to a replica that missed the last commits;
+-- the clock floor keeps tokens increasing in both cases, as long as the
+-- clock does not step back by more than that window and a name is granted
+-- less than once per microsecond on average (a grant takes far longer).
+CREATE FUNCTION {{schema}}.grant_hold(
+  p_name text, p_owner text, p_mode text, p_ttl_ms integer, p_lock_delay_ms integer, p_now timestamptz
+) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  v_token bigint;
+BEGIN
+  UPDATE {{schema}}.names
+     SET last_token = greatest(last_token + 1, floor(extract(epoch FROM p_now) * 1000000)::bigint),
+         touched_at = p_now
+   WHERE name = p_name
+  RETURNING last_token INTO v_token;
+  INSERT INTO {{schema}}.holds (name, owner, mode, token, expires_at, lock_delay_ms, blocked_until)
+  VALUES (p_name, p_owner, p_mode, v_token, p_now + p_ttl_ms * interval '1 ms', p_lock_delay_ms,
+          p_now + (p_ttl_ms::bigint + p_lock_delay_ms) * interval '1 ms');
+  RETURN v_token;
+END $$;
+
+-- Hands the name to the head of the line while the head fits: one writer or
+-- mutex holder, or every reader / permit up to the first that does not fit.
+-- Stale heads are dropped on the way. Each new holder's client is told on
+-- its own channel: "g|<owner>|<token>|<ttl ms>". The caller holds the name's
+-- row lock and has dropped holds past their lock delay.
+CREATE FUNCTION {{schema}}.promote(p_name text, p_now timestamptz, p_channel text, p_permits integer)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_head record;
+  v_held bigint;
+  v_others bigint;
+  v_token bigint;
+BEGIN
+  LOOP
+    SELECT owner, mode, ttl_ms, lock_delay_ms, stale_at INTO v_head
+      FROM {{schema}}.line WHERE name = p_name ORDER BY seq LIMIT 1;
+    EXIT WHEN NOT FOUND;
+    IF v_head.stale_at > p_now THEN
+      SELECT count(*), count(*) FILTER (WHERE mode <> 'read') INTO v_held, v_others
+        FROM {{schema}}.holds WHERE name = p_name;
+      EXIT WHEN NOT {{schema}}.fits(v_head.mode, v_held, v_others, p_permits, false);
+    END IF;
+    DELETE FROM {{schema}}.line WHERE name = p_name AND owner = v_head.owner;
+    CONTINUE WHEN v_head.stale_at <= p_now;
+    v_token := {{schema}}.grant_hold(p_name, v_head.owner, v_head.mode, v_head.ttl_ms, v_head.lock_delay_ms, p_now);
+    PERFORM pg_notify(p_channel || split_part(v_head.owner, '.', 1),
+                      'g|' || v_head.owner || '|' || v_token || '|' || v_head.ttl_ms);
+    EXIT WHEN v_head.mode IN ('exclusive', 'write');
+  END LOOP;
+END $$;
+
+-- One attempt to take a name, and a place in its line when busy and asked.
+-- Idempotent per owner: an owner that holds the name gets its own hold back
+-- (token, lease left); an owner in line keeps its place (entry refreshed).
+--   status 'granted'  token, ms = lease ttl
+--   status 'busy'     ms = when trying again could succeed without a wake-up;
+--                     holder_* = one current holder, if any
+--   status 'conflict' the name is in use as kind / permits (the caller words it)
+CREATE FUNCTION {{schema}}.acquire(
+  p_name text, p_owner text, p_kind text, p_mode text, p_fair boolean, p_permits integer,
+  p_ttl_ms integer, p_lock_delay_ms integer, p_enqueue boolean, p_queue_ttl_ms integer, p_channel text,
+  OUT status text, OUT token bigint, OUT ms bigint,
+  OUT holder_owner text, OUT holder_token bigint, OUT holder_mode text, OUT holder_expires_at bigint,
+  OUT kind text, OUT permits integer
+) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_name {{schema}}.names;
+  v_now timestamptz;
+  v_mine record;
+  v_held bigint;
+  v_others bigint;
+  v_next timestamptz;
+  v_waiting boolean;
+  v_queued boolean;
+  v_writer_waiting boolean := false;
+BEGIN
+  -- Takes the name's row lock (creating the row on first use).
+  INSERT INTO {{schema}}.names AS n (name, kind, fair, permits, touched_at)
+  VALUES (p_name, p_kind, p_fair, p_permits, clock_timestamp())
+  ON CONFLICT (name) DO UPDATE SET touched_at = excluded.touched_at
+  RETURNING n.* INTO v_name;
+  v_now := clock_timestamp();
+  DELETE FROM {{schema}}.holds WHERE name = p_name AND blocked_until <= v_now;
+  v_waiting := EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name);
+
+  IF v_name.kind <> p_kind OR v_name.permits <> p_permits OR v_name.fair <> p_fair THEN
+    IF EXISTS (SELECT 1 FROM {{schema}}.holds WHERE name = p_name)
+       OR EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND stale_at > v_now) THEN
+      IF v_name.kind <> p_kind OR (p_kind = 'semaphore' AND v_name.permits <> p_permits) THEN
+        status := 'conflict'; kind := v_name.kind; permits := v_name.permits;
+        RETURN;
+      END IF;
+    ELSE
+      UPDATE {{schema}}.names SET kind = p_kind, fair = p_fair, permits = p_permits WHERE name = p_name;
+      v_name.permits := p_permits;
+    END IF;
+  END IF;
+
+  IF v_waiting THEN
+    PERFORM {{schema}}.promote(p_name, v_now, p_channel, v_name.permits);
+  END IF;
+
+  SELECT h.token, h.expires_at INTO v_mine
+    FROM {{schema}}.holds h WHERE name = p_name AND owner = p_owner AND expires_at > v_now;
+  IF FOUND THEN
+    status := 'granted'; token := v_mine.token; ms := greatest(0, {{schema}}.ms(v_mine.expires_at - v_now));
+    RETURN;
+  END IF;
+
+  SELECT count(*), count(*) FILTER (WHERE mode <> 'read'), min(blocked_until) INTO v_held, v_others, v_next
+    FROM {{schema}}.holds WHERE name = p_name;
+  v_queued := v_waiting AND EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND owner = p_owner);
+  v_waiting := v_waiting AND EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND stale_at > v_now);
+  IF p_mode = 'read' AND v_waiting THEN
+    v_writer_waiting := EXISTS (SELECT 1 FROM {{schema}}.line
+                                 WHERE name = p_name AND mode IN ('exclusive', 'write') AND stale_at > v_now);
+  END IF;
+
+  IF NOT v_queued AND (NOT v_waiting OR NOT p_fair)
+     AND {{schema}}.fits(p_mode, v_held, v_others, v_name.permits, v_writer_waiting) THEN
+    status := 'granted';
+    token := {{schema}}.grant_hold(p_name, p_owner, p_mode, p_ttl_ms, p_lock_delay_ms, v_now);
+    ms := p_ttl_ms;
+    RETURN;
+  END IF;
+
+  IF p_enqueue THEN
+    INSERT INTO {{schema}}.line (name, owner, mode, ttl_ms, lock_delay_ms, stale_at)
+    VALUES (p_name, p_owner, p_mode, p_ttl_ms, p_lock_delay_ms, v_now + p_queue_ttl_ms * interval '1 ms')
+    ON CONFLICT (name, owner) DO UPDATE SET stale_at = excluded.stale_at;
+  END IF;
+
+  status := 'busy';
+  ms := CASE WHEN v_next IS NULL THEN 1 ELSE greatest(1, {{schema}}.ms(v_next - v_now)) END;
+  SELECT h.owner, h.token, h.mode, floor(extract(epoch FROM h.expires_at) * 1000)::bigint
+    INTO holder_owner, holder_token, holder_mode, holder_expires_at
+    FROM {{schema}}.holds h WHERE name = p_name AND expires_at > v_now
+   ORDER BY expires_at LIMIT 1;
+END $$;
+
+-- Ends the owner's hold (only its own, only while its lease runs: an expired
+-- hold keeps its slot for the lock delay), or takes it out of the line, then
+-- serves the line. p_token NULL: the owner does not know whether it was
+-- handed the name (it gave up waiting), so any hold of it goes.
+CREATE FUNCTION {{schema}}.release(p_name text, p_owner text, p_token bigint, p_channel text)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  v_now timestamptz;
+  v_permits integer;
+  v_released boolean;
+  v_left boolean := false;
+BEGIN
+  UPDATE {{schema}}.names SET touched_at = clock_timestamp() WHERE name = p_name RETURNING permits INTO v_permits;
+  IF NOT FOUND THEN RETURN false; END IF;
+  v_now := clock_timestamp();
+  DELETE FROM {{schema}}.holds
+   WHERE name = p_name AND owner = p_owner AND expires_at > v_now AND (p_token IS NULL OR token = p_token);
+  v_released := FOUND;
+  IF NOT v_released THEN
+    DELETE FROM {{schema}}.line WHERE name = p_name AND owner = p_owner;
+    v_left := FOUND;
+  END IF;
+  IF (v_released OR v_left) AND EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name) THEN
+    DELETE FROM {{schema}}.holds WHERE name = p_name AND blocked_until <= v_now;
+    PERFORM {{schema}}.promote(p_name, v_now, p_channel, v_permits);
+  END IF;
+  RETURN v_released;
+END $$;
+
+-- Turns the owner's write hold into a read hold (same token and lease end),
+-- then admits the readers queued behind it.
+CREATE FUNCTION {{schema}}.downgrade(p_name text, p_owner text, p_token bigint, p_channel text)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  v_now timestamptz;
+  v_permits integer;
+BEGIN
+  UPDATE {{schema}}.names SET touched_at = clock_timestamp() WHERE name = p_name RETURNING permits INTO v_permits;
+  IF NOT FOUND THEN RETURN false; END IF;
+  v_now := clock_timestamp();
+  UPDATE {{schema}}.holds SET mode = 'read'
+   WHERE name = p_name AND owner = p_owner AND token = p_token AND mode = 'write' AND expires_at > v_now;
+  IF NOT FOUND THEN RETURN false; END IF;
+  DELETE FROM {{schema}}.holds WHERE name = p_name AND blocked_until <= v_now;
+  PERFORM {{schema}}.promote(p_name, v_now, p_channel, v_permits);
+  RETURN true;
+END $$;
+
+-- Admin: drops every hold of a name (lock delay included) and grants it to
+-- nobody. Holders are told "l|<owner>|<reason>", live waiters "r|<owner>"
+-- (try again now; the line order decides). Returns the live holds dropped.
+CREATE FUNCTION {{schema}}.force_release(p_name text, p_channel text)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+  v_now timestamptz;
+  v_row record;
+  v_dropped integer := 0;
+BEGIN
+  UPDATE {{schema}}.names SET touched_at = clock_timestamp() WHERE name = p_name;
+  IF NOT FOUND THEN RETURN 0; END IF;
+  v_now := clock_timestamp();
+  FOR v_row IN DELETE FROM {{schema}}.holds WHERE name = p_name RETURNING owner, expires_at LOOP
+    CONTINUE WHEN v_row.expires_at <= v_now;
+    v_dropped := v_dropped + 1;
+    PERFORM pg_notify(p_channel || split_part(v_row.owner, '.', 1),
+                      'l|' || v_row.owner || '|released by force (forceRelease)');
+  END LOOP;
+  FOR v_row IN SELECT owner FROM {{schema}}.line WHERE name = p_name AND stale_at > v_now ORDER BY seq LOOP
+    PERFORM pg_notify(p_channel || split_part(v_row.owner, '.', 1), 'r|' || v_row.owner);
+  END LOOP;
+  RETURN v_dropped;
+END $$;
+
+-- Bounded state: drops holds past their lock delay and stale line entries,
+-- then the rows of names nobody has held or awaited for p_idle_ms (the
+-- fence counter with them; see grant_hold for why tokens still increase).
+-- Rows locked by a running operation are skipped, and a name touched since
+-- this statement's snapshot is re-checked and kept. Returns names dropped.
+CREATE FUNCTION {{schema}}.sweep(p_idle_ms integer, p_batch integer)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+  v_dropped integer;
+BEGIN
+  WITH expired AS (
+    DELETE FROM {{schema}}.holds WHERE blocked_until <= clock_timestamp() RETURNING name
+  ), stale AS (
+    DELETE FROM {{schema}}.line WHERE stale_at <= clock_timestamp() RETURNING name
+  )
+  UPDATE {{schema}}.names SET touched_at = clock_timestamp()
+   WHERE name IN (SELECT name FROM expired UNION SELECT name FROM stale);
+  DELETE FROM {{schema}}.names WHERE name IN (
+    SELECT n.name FROM {{schema}}.names n
+     WHERE n.touched_at < clock_timestamp() - p_idle_ms * interval '1 ms'
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.holds h WHERE h.name = n.name)
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.line l WHERE l.name = n.name)
+     LIMIT p_batch
+       FOR UPDATE SKIP LOCKED);
+  GET DIAGNOSTICS v_dropped = ROW_COUNT;
+  RETURN v_dropped;
+END $$;
+
+-- What inspect() and list() report, one row per name in use: live holders,
+-- live waiters in the order they will be served, the last token granted.
+-- Tokens travel as text (JSON numbers lose digits past 2^53).
+CREATE VIEW {{schema}}.lock_info AS
+SELECT n.name, n.kind, n.fair, n.permits, n.last_token::text AS last_token,
+       coalesce((SELECT json_agg(json_build_object(
+                   'owner', h.owner, 'token', h.token::text, 'mode', h.mode,
+                   'expiresAt', floor(extract(epoch FROM h.expires_at) * 1000)) ORDER BY h.token)
+                   FROM {{schema}}.holds h WHERE h.name = n.name AND h.expires_at > clock_timestamp()), '[]') AS holders,
+       coalesce((SELECT json_agg(json_build_object('owner', l.owner, 'mode', l.mode) ORDER BY l.seq)
+                   FROM {{schema}}.line l WHERE l.name = n.name AND l.stale_at > clock_timestamp()), '[]') AS waiters
+  FROM {{schema}}.names n
+ WHERE EXISTS (SELECT 1 FROM {{schema}}.holds h WHERE h.name = n.name AND h.blocked_until > clock_timestamp())
+    OR EXISTS (SELECT 1 FROM {{schema}}.line l WHERE l.name = n.name AND l.stale_at > clock_timestamp());
