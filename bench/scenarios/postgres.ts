@@ -132,9 +132,10 @@ export const pgStatements: Scenario = {
         const startAt = wallNow()
         const flows = contendedFlows(baton.contender, {
           key: `bench/${runTag}/pg-statements/${item.waiters}/${run}`,
-          flowIds, startAt, stopAt: startAt + warmupMs + windowMs + 100, holdMs: HOLD_MS, drainMs: DRAIN_MS,
+          flowIds, startAt, stopAt: startAt + warmupMs + item.waiters * 4 + windowMs + 100, holdMs: HOLD_MS, drainMs: DRAIN_MS,
         })
-        await sleep(warmupMs)
+        // The line forms one commit after another: give 256 waiters time to join it.
+        await sleep(warmupMs + item.waiters * 4)
         const a = await counts()
         await sleep(a.at + windowMs - wallNow())
         const b = await counts()

@@ -19,9 +19,8 @@ CREATE TABLE {{schema}}.names (
   fair       boolean NOT NULL,
   permits    integer NOT NULL,
   last_token bigint NOT NULL DEFAULT 0,  -- the fencing counter
-  touched_at timestamptz NOT NULL        -- last acquire, release or expiry seen
+  touched_at timestamptz NOT NULL        -- last grant, or end of a hold or line entry
 );
-CREATE INDEX names_touched_at ON {{schema}}.names (touched_at);
 
 -- One row per hold (a mutex or write holder, each reader, each permit).
 CREATE TABLE {{schema}}.holds (
@@ -35,7 +34,6 @@ CREATE TABLE {{schema}}.holds (
   blocked_until timestamptz NOT NULL,
   PRIMARY KEY (name, owner)
 );
-CREATE INDEX holds_blocked_until ON {{schema}}.holds (blocked_until);
 
 -- The waiting line, served in `seq` order; an entry its owner stops
 -- refreshing is dropped at stale_at.
@@ -50,7 +48,10 @@ CREATE TABLE {{schema}}.line (
   PRIMARY KEY (name, owner)
 );
 CREATE INDEX line_order ON {{schema}}.line (name, seq);
-CREATE INDEX line_stale_at ON {{schema}}.line (stale_at);
+-- No index on the columns every operation rewrites (touched_at, last_token,
+-- expires_at, blocked_until, stale_at): their updates stay HOT (no index
+-- entries per update on the hottest rows). Only the sweep filters on them,
+-- and it scans tables that hold just the names in use or recently used.
 
 CREATE FUNCTION {{schema}}.ms(span interval) RETURNS bigint
 LANGUAGE sql IMMUTABLE AS $$ SELECT ceil(extract(epoch FROM span) * 1000)::bigint $$;
@@ -95,14 +96,15 @@ END $$;
 -- mutex holder, or every reader / permit up to the first that does not fit.
 -- Stale heads are dropped on the way. Each new holder's client is told on
 -- its own channel: "g|<owner>|<token>|<ttl ms>". The caller holds the name's
--- row lock and has dropped holds past their lock delay.
+-- row lock and has dropped holds past their lock delay. Returns the grants made.
 CREATE FUNCTION {{schema}}.promote(p_name text, p_now timestamptz, p_channel text, p_permits integer)
-RETURNS void LANGUAGE plpgsql AS $$
+RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
   v_head record;
   v_held bigint;
   v_others bigint;
   v_token bigint;
+  v_granted integer := 0;
 BEGIN
   LOOP
     SELECT owner, mode, ttl_ms, lock_delay_ms, stale_at INTO v_head
@@ -118,9 +120,23 @@ BEGIN
     v_token := {{schema}}.grant_hold(p_name, v_head.owner, v_head.mode, v_head.ttl_ms, v_head.lock_delay_ms, p_now);
     PERFORM pg_notify(p_channel || split_part(v_head.owner, '.', 1),
                       'g|' || v_head.owner || '|' || v_token || '|' || v_head.ttl_ms);
+    v_granted := v_granted + 1;
     EXIT WHEN v_head.mode IN ('exclusive', 'write');
   END LOOP;
+  RETURN v_granted;
 END $$;
+
+-- Lets the transaction commit without waiting for its WAL to reach disk.
+-- Only for transactions that grant nothing (a busy attempt, a release that
+-- hands nothing over): if the database crashes before the flush, the line
+-- entry or the release is lost, which costs a place in line or keeps a
+-- released name blocked until its lease runs out, never safety. Every later
+-- synchronous commit (any grant, extend or hand-over) flushes the WAL before
+-- it, so nothing that depends on one of these is ever kept without it.
+-- Grants, extends and hand-overs always wait for the flush: a lost grant
+-- could be given again to someone else.
+CREATE FUNCTION {{schema}}.commit_lazily() RETURNS void
+LANGUAGE sql AS $$ SELECT set_config('synchronous_commit', 'off', true) $$;
 
 -- One attempt to take a name, and a place in its line when busy and asked.
 -- Idempotent per owner: an owner that holds the name gets its own hold back
@@ -140,19 +156,27 @@ CREATE FUNCTION {{schema}}.acquire(
 DECLARE
   v_name {{schema}}.names;
   v_now timestamptz;
-  v_mine record;
+  v_mine_token bigint;
+  v_mine_expires timestamptz;
   v_held bigint;
   v_others bigint;
   v_next timestamptz;
   v_waiting boolean;
   v_queued boolean;
   v_writer_waiting boolean := false;
+  v_handed integer := 0;
 BEGIN
-  -- Takes the name's row lock (creating the row on first use).
-  INSERT INTO {{schema}}.names AS n (name, kind, fair, permits, touched_at)
-  VALUES (p_name, p_kind, p_fair, p_permits, clock_timestamp())
-  ON CONFLICT (name) DO UPDATE SET touched_at = excluded.touched_at
-  RETURNING n.* INTO v_name;
+  -- Takes the name's row lock, creating the row on first use. No write when
+  -- it exists: an attempt never leaves the name unused (it is granted, or
+  -- busy because of a hold or line entry), so only grants and the ends of
+  -- holds and line entries move touched_at.
+  LOOP
+    SELECT * INTO v_name FROM {{schema}}.names WHERE name = p_name FOR UPDATE;
+    EXIT WHEN FOUND;
+    INSERT INTO {{schema}}.names (name, kind, fair, permits, touched_at)
+    VALUES (p_name, p_kind, p_fair, p_permits, clock_timestamp())
+    ON CONFLICT (name) DO NOTHING;
+  END LOOP;
   v_now := clock_timestamp();
   DELETE FROM {{schema}}.holds WHERE name = p_name AND blocked_until <= v_now;
   v_waiting := EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name);
@@ -161,6 +185,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM {{schema}}.holds WHERE name = p_name)
        OR EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND stale_at > v_now) THEN
       IF v_name.kind <> p_kind OR (p_kind = 'semaphore' AND v_name.permits <> p_permits) THEN
+        PERFORM {{schema}}.commit_lazily();
         status := 'conflict'; kind := v_name.kind; permits := v_name.permits;
         RETURN;
       END IF;
@@ -171,18 +196,20 @@ BEGIN
   END IF;
 
   IF v_waiting THEN
-    PERFORM {{schema}}.promote(p_name, v_now, p_channel, v_name.permits);
+    v_handed := {{schema}}.promote(p_name, v_now, p_channel, v_name.permits);
   END IF;
 
-  SELECT h.token, h.expires_at INTO v_mine
-    FROM {{schema}}.holds h WHERE name = p_name AND owner = p_owner AND expires_at > v_now;
-  IF FOUND THEN
-    status := 'granted'; token := v_mine.token; ms := greatest(0, {{schema}}.ms(v_mine.expires_at - v_now));
+  SELECT count(*), count(*) FILTER (WHERE mode <> 'read'), min(blocked_until),
+         max(token) FILTER (WHERE owner = p_owner AND expires_at > v_now),
+         max(expires_at) FILTER (WHERE owner = p_owner AND expires_at > v_now)
+    INTO v_held, v_others, v_next, v_mine_token, v_mine_expires
+    FROM {{schema}}.holds WHERE name = p_name;
+  IF v_mine_token IS NOT NULL THEN
+    -- Granted before, by a transaction that waited for its flush.
+    IF v_handed = 0 THEN PERFORM {{schema}}.commit_lazily(); END IF;
+    status := 'granted'; token := v_mine_token; ms := greatest(0, {{schema}}.ms(v_mine_expires - v_now));
     RETURN;
   END IF;
-
-  SELECT count(*), count(*) FILTER (WHERE mode <> 'read'), min(blocked_until) INTO v_held, v_others, v_next
-    FROM {{schema}}.holds WHERE name = p_name;
   v_queued := v_waiting AND EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND owner = p_owner);
   v_waiting := v_waiting AND EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND stale_at > v_now);
   IF p_mode = 'read' AND v_waiting THEN
@@ -204,6 +231,7 @@ BEGIN
     ON CONFLICT (name, owner) DO UPDATE SET stale_at = excluded.stale_at;
   END IF;
 
+  IF v_handed = 0 THEN PERFORM {{schema}}.commit_lazily(); END IF;
   status := 'busy';
   ms := CASE WHEN v_next IS NULL THEN 1 ELSE greatest(1, {{schema}}.ms(v_next - v_now)) END;
   SELECT h.owner, h.token, h.mode, floor(extract(epoch FROM h.expires_at) * 1000)::bigint
@@ -223,6 +251,7 @@ DECLARE
   v_permits integer;
   v_released boolean;
   v_left boolean := false;
+  v_handed integer := 0;
 BEGIN
   UPDATE {{schema}}.names SET touched_at = clock_timestamp() WHERE name = p_name RETURNING permits INTO v_permits;
   IF NOT FOUND THEN RETURN false; END IF;
@@ -236,8 +265,9 @@ BEGIN
   END IF;
   IF (v_released OR v_left) AND EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name) THEN
     DELETE FROM {{schema}}.holds WHERE name = p_name AND blocked_until <= v_now;
-    PERFORM {{schema}}.promote(p_name, v_now, p_channel, v_permits);
+    v_handed := {{schema}}.promote(p_name, v_now, p_channel, v_permits);
   END IF;
+  IF v_handed = 0 THEN PERFORM {{schema}}.commit_lazily(); END IF;
   RETURN v_released;
 END $$;
 
