@@ -19,7 +19,7 @@ export interface PostgresTarget {
   readonly label: string
 }
 
-const KNOWN_PARAMS = ['schema', 'sslmode', 'sslrootcert', 'host', 'poolSize', 'fenceTtl']
+const KNOWN_PARAMS = ['schema', 'sslmode', 'sslrootcert', 'host', 'port', 'poolSize', 'fenceTtl']
 const DEFAULT_PORT = 5432
 const DEFAULT_POOL_SIZE = 10
 /** Lower-case, so the name never needs quoting by hand; short enough to leave room in channel names (63 bytes). */
@@ -29,7 +29,7 @@ const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,39}$/
  * URL → pg settings:
  * postgres[ql]://[user[:password]@]host[:port][/database][?schema=baton]
  * [&sslmode=disable|require|verify-ca|verify-full][&sslrootcert=/path/ca.pem]
- * [&host=/run/postgresql (a unix socket directory, with no host before the path)]
+ * [&host=/run/postgresql&port=5433 (a unix socket directory, with no host before the path)]
  * [&poolSize=10][&fenceTtl=1h].
  */
 export function postgresTarget(url: StoreUrl, options: DriverOptions): PostgresTarget {
@@ -49,13 +49,16 @@ export function postgresTarget(url: StoreUrl, options: DriverOptions): PostgresT
     throw invalidArgument(`the database "${url.path}" in ${url.display} must be a single name (postgres://host:port/database)`)
   }
   const poolSize = parsePoolSize(url)
-  const socketOrHost = url.params.get('host')
   const address = url.hosts[0]
+  const socketOrHost = url.params.get('host')
+  if (address && (socketOrHost !== null || url.params.has('port'))) {
+    throw invalidArgument(`${url.display} names its host twice; give host:port before the path, or ?host=&port= with nothing there`)
+  }
   const user = url.username ?? process.env.PGUSER ?? 'postgres'
   const database = url.path || user
   const client: pg.ClientConfig = {
     host: address?.host ?? socketOrHost ?? undefined,
-    port: address?.port ?? DEFAULT_PORT,
+    port: address?.port ?? parsePort(url),
     user,
     database,
     ...(url.password !== undefined ? { password: url.password } : {}),
@@ -66,6 +69,14 @@ export function postgresTarget(url: StoreUrl, options: DriverOptions): PostgresT
     keepAlive: true,
   }
   return { client, poolSize, schema, user, database, display: url.display, label: `postgres store at ${url.display}` }
+}
+
+function parsePort(url: StoreUrl): number {
+  const raw = url.params.get('port')
+  if (raw === null) return DEFAULT_PORT
+  const port = Number(raw)
+  if (!/^\d+$/.test(raw) || port < 1 || port > 65535) throw invalidArgument(`"port" in ${url.display} must be 1-65535, got ${JSON.stringify(raw)}`)
+  return port
 }
 
 function parsePoolSize(url: StoreUrl): number {

@@ -157,6 +157,7 @@ export class PostgresDriver implements Driver {
 
   private async run<R>(op: Operation, values: unknown[]): Promise<R[]> {
     const statement = this.sql.statements[op]
+    if (values.length !== statement.params) throw new Error(`${op}.sql takes ${statement.params} parameters, given ${values.length}`)
     try {
       const result = await this.pool.query<R & pg.QueryResultRow>({ name: statement.name, text: statement.text, values })
       return result.rows

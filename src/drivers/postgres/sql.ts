@@ -7,16 +7,26 @@ import { fileURLToPath } from 'node:url'
  * operation) and ./migrations/NNNN_<what>.sql (the versioned schema) next to
  * this file. `{{schema}}` in them stands for the schema of ?schema=.
  */
-export const OPERATIONS = [
-  'acquire', 'release', 'extend', 'downgrade', 'force-release', 'inspect', 'list', 'sweep', 'version',
-] as const
+/** Each operation's file, with the number of parameters ($1…$n) its header documents. */
+export const OPERATIONS = {
+  'acquire': 11,
+  'release': 4,
+  'extend': 4,
+  'downgrade': 4,
+  'force-release': 2,
+  'inspect': 1,
+  'list': 3,
+  'sweep': 2,
+  'version': 0,
+} as const satisfies Record<string, number>
 
-export type Operation = (typeof OPERATIONS)[number]
+export type Operation = keyof typeof OPERATIONS
 
 /** A statement ready for pg: named, so each pooled connection parses and plans it once. */
 export interface Statement {
   readonly name: string
   readonly text: string
+  readonly params: number
 }
 
 export interface Migration {
@@ -46,7 +56,7 @@ let sources: { operations: Record<Operation, string>; migrations: { version: num
 function readSources(): NonNullable<typeof sources> {
   if (sources) return sources
   const operations = Object.fromEntries(
-    OPERATIONS.map((op) => [op, readFileSync(new URL(`${op}.sql`, sqlDir), 'utf8')]),
+    operationNames().map((op) => [op, readFileSync(operationPath(op), 'utf8')]),
   ) as Record<Operation, string>
   const migrations = readdirSync(migrationsDir)
     .filter((file) => /^\d{4}_[\w-]+\.sql$/.test(file))
@@ -62,13 +72,21 @@ export function sqlFor(schema: string): SqlSet {
   const { operations, migrations } = readSources()
   const fill = (text: string) => text.replaceAll('{{schema}}', quoteIdent(schema))
   const statements = Object.fromEntries(
-    OPERATIONS.map((op) => {
+    operationNames().map((op) => {
       const text = fill(operations[op])
       const hash = createHash('sha1').update(text).digest('hex').slice(0, 10)
-      return [op, { name: `baton_${op}_${hash}`, text }]
+      return [op, { name: `baton_${op}_${hash}`, text, params: OPERATIONS[op] }]
     }),
   ) as Record<Operation, Statement>
   return { statements, migrations: migrations.map((m) => ({ ...m, text: fill(m.text) })) }
+}
+
+export function operationNames(): Operation[] {
+  return Object.keys(OPERATIONS) as Operation[]
+}
+
+export function operationPath(op: Operation): URL {
+  return new URL(`${op}.sql`, sqlDir)
 }
 
 export function quoteIdent(identifier: string): string {
