@@ -6,6 +6,7 @@
  *
  * BENCH_QUICK=1  short smoke run (~40 s)
  * BENCH_ONLY=id,id  run only these scenarios (ids in bench/scenarios/*.ts)
+ * BENCH_PG_FSYNC=off  PostgreSQL scenarios without WAL flushes (CPU cost only)
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
@@ -58,10 +59,10 @@ async function main(): Promise<number> {
     redisUrl: redis.url,
     async postgresUrl() {
       postgres ??= startPostgres({
-        fsync: true,
+        fsync: process.env.BENCH_PG_FSYNC !== 'off',
         settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' },
       }).then((server) => {
-        log(`postgres (own cluster, fsync on) at 127.0.0.1:${server.port} (pid ${server.pid})`)
+        log(`postgres (own cluster, fsync ${process.env.BENCH_PG_FSYNC === 'off' ? 'off' : 'on'}) at 127.0.0.1:${server.port} (pid ${server.pid})`)
         return server
       })
       return (await postgres).url

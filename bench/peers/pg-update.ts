@@ -1,5 +1,6 @@
 import pg from 'pg'
-import { nextValue, sleep } from '../util.js'
+import { nextValue } from '../util.js'
+import { pollingContender } from './polling.js'
 import type { Contender, PeerDef, Release } from './types.js'
 
 const TABLE = 'bench_update_lock'
@@ -37,19 +38,6 @@ export const pgUpdate: PeerDef = {
         await pool.query({ ...give, values: [key, owner] })
       }
     }
-    return {
-      label: pgUpdate.label('default'),
-      tryAcquire: attempt,
-      async acquire(key) {
-        const deadline = Date.now() + waitMs
-        for (;;) {
-          const release = await attempt(key)
-          if (release) return release
-          if (Date.now() >= deadline) throw new Error(`pg-update: "${key}" still taken after ${waitMs} ms`)
-          await sleep(1)
-        }
-      },
-      close: () => pool.end(),
-    }
+    return pollingContender(pgUpdate.label('default'), waitMs, attempt, () => pool.end())
   },
 }

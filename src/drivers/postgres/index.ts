@@ -5,6 +5,7 @@ import type {
 } from '../../core/driver.js'
 import { describeConflict } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
+import { WakeRoutes } from '../../core/wake-routes.js'
 import { postgresTarget, storeError, type PostgresTarget } from './connection.js'
 import { WakeListener } from './listener.js'
 import { ensureSchema } from './schema.js'
@@ -53,7 +54,7 @@ interface InfoRow {
 export class PostgresDriver implements Driver {
   readonly store = 'postgres'
   readonly capabilities = CAPABILITIES
-  private readonly watchers = new Map<string, (wake: Wake) => void>()
+  private readonly routes = new WakeRoutes()
   /** pg_notify channel of a client: this prefix and its client id. */
   private readonly channelPrefix: string
   private readonly listener: WakeListener
@@ -70,9 +71,9 @@ export class PostgresDriver implements Driver {
     this.listener = new WakeListener(
       target.client,
       this.channelPrefix + options.clientId,
-      (payload) => this.dispatch(payload),
+      (payload) => this.routes.dispatch(payload),
       // Wake-ups sent while the connection was down are lost: let everyone look again.
-      () => this.nudgeAll(),
+      () => this.routes.nudgeAll(),
     )
   }
 
@@ -120,10 +121,7 @@ export class PostgresDriver implements Driver {
   }
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    this.watchers.set(owner, onWake)
-    return () => {
-      if (this.watchers.get(owner) === onWake) this.watchers.delete(owner)
-    }
+    return this.routes.watch(owner, onWake)
   }
 
   async inspect(name: string): Promise<LockInfo | null> {
@@ -151,7 +149,7 @@ export class PostgresDriver implements Driver {
     if (this.closed) return
     this.closed = true
     clearTimeout(this.sweepTimer)
-    this.watchers.clear()
+    this.routes.clear()
     await Promise.allSettled([this.listener.close(), this.pool.end()])
   }
 
@@ -166,19 +164,6 @@ export class PostgresDriver implements Driver {
     }
   }
 
-  /** "g|owner|token|ttl" (handed over), "l|owner|reason" (lost), "r|owner" (try again). */
-  private dispatch(payload: string): void {
-    const [type, owner, ...rest] = payload.split('|')
-    const watcher = owner === undefined ? undefined : this.watchers.get(owner)
-    if (!watcher) return
-    if (type === 'g') watcher({ type: 'granted', token: BigInt(rest[0]!), ttlMs: Number(rest[1]) })
-    else if (type === 'l') watcher({ type: 'lost', reason: rest.join('|') })
-    else if (type === 'r') watcher({ type: 'retry' })
-  }
-
-  private nudgeAll(): void {
-    for (const watcher of [...this.watchers.values()]) watcher({ type: 'retry' })
-  }
 
   /** Half the idle window, so a name's rows go between 1 and 1.5 windows after its last use. */
   private sweepInterval(): number {
@@ -189,7 +174,7 @@ export class PostgresDriver implements Driver {
   private scheduleSweep(delayMs: number): void {
     if (this.closed) return
     this.sweepTimer = setTimeout(() => {
-      this.run<{ dropped: number }>('sweep', [Math.min(this.options.fenceTtlMs, 2 ** 31 - 1), SWEEP_BATCH]).then(
+      this.run<{ dropped: number }>('sweep', [this.options.fenceTtlMs, SWEEP_BATCH]).then(
         ([row]) => this.scheduleSweep(Number(row?.dropped) >= SWEEP_BATCH ? 0 : this.sweepInterval()),
         () => this.scheduleSweep(this.sweepInterval()), // the store is away; the next sweep catches up
       )

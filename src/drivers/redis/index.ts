@@ -4,6 +4,7 @@ import type {
 } from '../../core/driver.js'
 import { backendUnavailable } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
+import { WakeRoutes } from '../../core/wake-routes.js'
 import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
 import { keyList, lockKeys, nameOfKey, scanPattern, wakeChannelPrefix } from './keys.js'
 import { loadScripts, Scripts, type ScriptName } from './scripts.js'
@@ -36,7 +37,7 @@ export class RedisDriver implements Driver {
   readonly store = 'redis'
   readonly capabilities = CAPABILITIES
   private readonly scripts: Scripts
-  private readonly watchers = new Map<string, (wake: Wake) => void>()
+  private readonly routes = new WakeRoutes()
   private readonly channelPrefix: string
 
   constructor(
@@ -47,7 +48,7 @@ export class RedisDriver implements Driver {
   ) {
     this.scripts = new Scripts(client)
     this.channelPrefix = wakeChannelPrefix(target.keyPrefix)
-    subscriber.on('message', (_channel: string, message: string) => this.dispatch(message))
+    subscriber.on('message', (_channel: string, message: string) => this.routes.dispatch(message))
   }
 
   get wakeChannel(): string {
@@ -90,10 +91,7 @@ export class RedisDriver implements Driver {
   }
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    this.watchers.set(owner, onWake)
-    return () => {
-      if (this.watchers.get(owner) === onWake) this.watchers.delete(owner)
-    }
+    return this.routes.watch(owner, onWake)
   }
 
   async inspect(name: string): Promise<LockInfo | null> {
@@ -149,7 +147,7 @@ export class RedisDriver implements Driver {
   }
 
   async close(): Promise<void> {
-    this.watchers.clear()
+    this.routes.clear()
     await Promise.allSettled([this.client.quit(), this.subscriber.quit()])
     this.client.disconnect()
     this.subscriber.disconnect()
@@ -166,15 +164,6 @@ export class RedisDriver implements Driver {
     } catch (cause) {
       throw backendUnavailable(`redis store at ${this.target.display}`, cause)
     }
-  }
-
-  /** Messages on this client's channel: "g|owner|token|ttl" (handed over) or "l|owner|reason" (lost). */
-  private dispatch(message: string): void {
-    const [type, owner, ...rest] = message.split('|')
-    const watcher = owner === undefined ? undefined : this.watchers.get(owner)
-    if (!watcher) return
-    if (type === 'g') watcher({ type: 'granted', token: BigInt(rest[0]!), ttlMs: Number(rest[1]) })
-    else if (type === 'l') watcher({ type: 'lost', reason: rest.join('|') })
   }
 }
 

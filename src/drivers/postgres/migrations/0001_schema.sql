@@ -96,7 +96,7 @@ END $$;
 -- mutex holder, or every reader / permit up to the first that does not fit.
 -- Stale heads are dropped on the way. Each new holder's client is told on
 -- its own channel: "g|<owner>|<token>|<ttl ms>". The caller holds the name's
--- row lock and has dropped holds past their lock delay. Returns the grants made.
+-- row lock. Returns the grants made.
 CREATE FUNCTION {{schema}}.promote(p_name text, p_now timestamptz, p_channel text, p_permits integer)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
@@ -112,7 +112,7 @@ BEGIN
     EXIT WHEN NOT FOUND;
     IF v_head.stale_at > p_now THEN
       SELECT count(*), count(*) FILTER (WHERE mode <> 'read') INTO v_held, v_others
-        FROM {{schema}}.holds WHERE name = p_name;
+        FROM {{schema}}.holds WHERE name = p_name AND blocked_until > p_now;
       EXIT WHEN NOT {{schema}}.fits(v_head.mode, v_held, v_others, p_permits, false);
     END IF;
     DELETE FROM {{schema}}.line WHERE name = p_name AND owner = v_head.owner;
@@ -135,7 +135,7 @@ END $$;
 -- it, so nothing that depends on one of these is ever kept without it.
 -- Grants, extends and hand-overs always wait for the flush: a lost grant
 -- could be given again to someone else.
-CREATE FUNCTION {{schema}}.commit_lazily() RETURNS void
+CREATE FUNCTION {{schema}}.commit_lazily() RETURNS text
 LANGUAGE sql AS $$ SELECT set_config('synchronous_commit', 'off', true) $$;
 
 -- One attempt to take a name, and a place in its line when busy and asked.
@@ -145,6 +145,10 @@ LANGUAGE sql AS $$ SELECT set_config('synchronous_commit', 'off', true) $$;
 --   status 'busy'     ms = when trying again could succeed without a wake-up;
 --                     holder_* = one current holder, if any
 --   status 'conflict' the name is in use as kind / permits (the caller words it)
+-- The common case (a free name, nobody in line) is five statements: the row
+-- lock, a look at the line, one read of the holds, and the grant's update and
+-- insert. (Plain statements, not SQL helper functions: PL/pgSQL keeps their
+-- plans, where a SQL function called for a row would be planned every call.)
 CREATE FUNCTION {{schema}}.acquire(
   p_name text, p_owner text, p_kind text, p_mode text, p_fair boolean, p_permits integer,
   p_ttl_ms integer, p_lock_delay_ms integer, p_enqueue boolean, p_queue_ttl_ms integer, p_channel text,
@@ -156,15 +160,17 @@ CREATE FUNCTION {{schema}}.acquire(
 DECLARE
   v_name {{schema}}.names;
   v_now timestamptz;
-  v_mine_token bigint;
+  v_held bigint;          -- holds taking a slot (a lease, then its lock delay)
+  v_others bigint;        -- of those, not readers
+  v_frees_at timestamptz; -- when the first slot frees
+  v_past bigint;          -- rows past their lock delay, to delete
+  v_mine_token bigint;    -- the owner's own live hold, if any
   v_mine_expires timestamptz;
-  v_held bigint;
-  v_others bigint;
-  v_next timestamptz;
+  v_queued boolean := false;
   v_waiting boolean;
-  v_queued boolean;
   v_writer_waiting boolean := false;
   v_handed integer := 0;
+  v_ignored text;
 BEGIN
   -- Takes the name's row lock, creating the row on first use. No write when
   -- it exists: an attempt never leaves the name unused (it is granted, or
@@ -178,14 +184,29 @@ BEGIN
     ON CONFLICT (name) DO NOTHING;
   END LOOP;
   v_now := clock_timestamp();
-  DELETE FROM {{schema}}.holds WHERE name = p_name AND blocked_until <= v_now;
+
   v_waiting := EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name);
+  IF v_waiting THEN
+    -- A hand-over may be due (a lease or lock delay ran out, a stale head).
+    v_handed := {{schema}}.promote(p_name, v_now, p_channel, v_name.permits);
+  END IF;
+
+  SELECT count(*) FILTER (WHERE blocked_until > v_now),
+         count(*) FILTER (WHERE blocked_until > v_now AND mode <> 'read'),
+         min(blocked_until) FILTER (WHERE blocked_until > v_now),
+         count(*) FILTER (WHERE blocked_until <= v_now),
+         max(token) FILTER (WHERE owner = p_owner AND expires_at > v_now),
+         max(expires_at) FILTER (WHERE owner = p_owner AND expires_at > v_now)
+    INTO v_held, v_others, v_frees_at, v_past, v_mine_token, v_mine_expires
+    FROM {{schema}}.holds WHERE name = p_name;
+  IF v_past > 0 THEN
+    DELETE FROM {{schema}}.holds WHERE name = p_name AND blocked_until <= v_now;
+  END IF;
 
   IF v_name.kind <> p_kind OR v_name.permits <> p_permits OR v_name.fair <> p_fair THEN
-    IF EXISTS (SELECT 1 FROM {{schema}}.holds WHERE name = p_name)
-       OR EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND stale_at > v_now) THEN
+    IF v_held > 0 OR EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND stale_at > v_now) THEN
       IF v_name.kind <> p_kind OR (p_kind = 'semaphore' AND v_name.permits <> p_permits) THEN
-        PERFORM {{schema}}.commit_lazily();
+        v_ignored := {{schema}}.commit_lazily();
         status := 'conflict'; kind := v_name.kind; permits := v_name.permits;
         RETURN;
       END IF;
@@ -196,25 +217,20 @@ BEGIN
   END IF;
 
   IF v_waiting THEN
-    v_handed := {{schema}}.promote(p_name, v_now, p_channel, v_name.permits);
+    v_queued := EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND owner = p_owner);
+    v_waiting := EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND stale_at > v_now);
+    IF p_mode = 'read' AND v_waiting THEN
+      v_writer_waiting := EXISTS (SELECT 1 FROM {{schema}}.line
+                                   WHERE name = p_name AND mode IN ('exclusive', 'write') AND stale_at > v_now);
+    END IF;
   END IF;
 
-  SELECT count(*), count(*) FILTER (WHERE mode <> 'read'), min(blocked_until),
-         max(token) FILTER (WHERE owner = p_owner AND expires_at > v_now),
-         max(expires_at) FILTER (WHERE owner = p_owner AND expires_at > v_now)
-    INTO v_held, v_others, v_next, v_mine_token, v_mine_expires
-    FROM {{schema}}.holds WHERE name = p_name;
   IF v_mine_token IS NOT NULL THEN
     -- Granted before, by a transaction that waited for its flush.
-    IF v_handed = 0 THEN PERFORM {{schema}}.commit_lazily(); END IF;
-    status := 'granted'; token := v_mine_token; ms := greatest(0, {{schema}}.ms(v_mine_expires - v_now));
+    IF v_handed = 0 THEN v_ignored := {{schema}}.commit_lazily(); END IF;
+    status := 'granted'; token := v_mine_token;
+    ms := greatest(0, {{schema}}.ms(v_mine_expires - v_now));
     RETURN;
-  END IF;
-  v_queued := v_waiting AND EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND owner = p_owner);
-  v_waiting := v_waiting AND EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND stale_at > v_now);
-  IF p_mode = 'read' AND v_waiting THEN
-    v_writer_waiting := EXISTS (SELECT 1 FROM {{schema}}.line
-                                 WHERE name = p_name AND mode IN ('exclusive', 'write') AND stale_at > v_now);
   END IF;
 
   IF NOT v_queued AND (NOT v_waiting OR NOT p_fair)
@@ -231,9 +247,9 @@ BEGIN
     ON CONFLICT (name, owner) DO UPDATE SET stale_at = excluded.stale_at;
   END IF;
 
-  IF v_handed = 0 THEN PERFORM {{schema}}.commit_lazily(); END IF;
+  IF v_handed = 0 THEN v_ignored := {{schema}}.commit_lazily(); END IF;
   status := 'busy';
-  ms := CASE WHEN v_next IS NULL THEN 1 ELSE greatest(1, {{schema}}.ms(v_next - v_now)) END;
+  ms := CASE WHEN v_frees_at IS NULL THEN 1 ELSE greatest(1, {{schema}}.ms(v_frees_at - v_now)) END;
   SELECT h.owner, h.token, h.mode, floor(extract(epoch FROM h.expires_at) * 1000)::bigint
     INTO holder_owner, holder_token, holder_mode, holder_expires_at
     FROM {{schema}}.holds h WHERE name = p_name AND expires_at > v_now
@@ -244,30 +260,32 @@ END $$;
 -- hold keeps its slot for the lock delay), or takes it out of the line, then
 -- serves the line. p_token NULL: the owner does not know whether it was
 -- handed the name (it gave up waiting), so any hold of it goes.
+-- The common case (nobody in line) is two statements.
 CREATE FUNCTION {{schema}}.release(p_name text, p_owner text, p_token bigint, p_channel text)
 RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
   v_now timestamptz;
   v_permits integer;
   v_released boolean;
-  v_left boolean := false;
+  v_waiting boolean := false;
   v_handed integer := 0;
+  v_ignored text;
 BEGIN
   UPDATE {{schema}}.names SET touched_at = clock_timestamp() WHERE name = p_name RETURNING permits INTO v_permits;
   IF NOT FOUND THEN RETURN false; END IF;
   v_now := clock_timestamp();
   DELETE FROM {{schema}}.holds
-   WHERE name = p_name AND owner = p_owner AND expires_at > v_now AND (p_token IS NULL OR token = p_token);
+   WHERE name = p_name AND owner = p_owner AND expires_at > v_now AND (p_token IS NULL OR token = p_token)
+  RETURNING EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name) INTO v_waiting;
   v_released := FOUND;
   IF NOT v_released THEN
     DELETE FROM {{schema}}.line WHERE name = p_name AND owner = p_owner;
-    v_left := FOUND;
+    v_waiting := FOUND AND EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name);
   END IF;
-  IF (v_released OR v_left) AND EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name) THEN
-    DELETE FROM {{schema}}.holds WHERE name = p_name AND blocked_until <= v_now;
+  IF v_waiting THEN
     v_handed := {{schema}}.promote(p_name, v_now, p_channel, v_permits);
   END IF;
-  IF v_handed = 0 THEN PERFORM {{schema}}.commit_lazily(); END IF;
+  IF v_handed = 0 THEN v_ignored := {{schema}}.commit_lazily(); END IF;
   RETURN v_released;
 END $$;
 
@@ -285,7 +303,6 @@ BEGIN
   UPDATE {{schema}}.holds SET mode = 'read'
    WHERE name = p_name AND owner = p_owner AND token = p_token AND mode = 'write' AND expires_at > v_now;
   IF NOT FOUND THEN RETURN false; END IF;
-  DELETE FROM {{schema}}.holds WHERE name = p_name AND blocked_until <= v_now;
   PERFORM {{schema}}.promote(p_name, v_now, p_channel, v_permits);
   RETURN true;
 END $$;
@@ -315,30 +332,43 @@ BEGIN
   RETURN v_dropped;
 END $$;
 
--- Bounded state: drops holds past their lock delay and stale line entries,
--- then the rows of names nobody has held or awaited for p_idle_ms (the
--- fence counter with them; see grant_hold for why tokens still increase).
--- Rows locked by a running operation are skipped, and a name touched since
--- this statement's snapshot is re-checked and kept. Returns names dropped.
-CREATE FUNCTION {{schema}}.sweep(p_idle_ms integer, p_batch integer)
+-- Bounded state: deletes holds past their lock delay (with a second's
+-- margin, so it never races a renewal of a lease just running out) and
+-- stale line entries, then the rows of names nobody has held or awaited for
+-- p_idle_ms (the fence counter with them; see grant_hold for why tokens
+-- still increase). Like every operation, it locks the names' rows first
+-- (skipping those a running operation holds) and reads their holds and line
+-- only after that, so it never drops a name that has just been used.
+-- Returns the names dropped.
+CREATE FUNCTION {{schema}}.sweep(p_idle_ms bigint, p_batch integer)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
+  v_now timestamptz := clock_timestamp();
+  v_cutoff timestamptz := clock_timestamp() - p_idle_ms * interval '1 ms';
+  v_names text[];
   v_dropped integer;
 BEGIN
-  WITH expired AS (
-    DELETE FROM {{schema}}.holds WHERE blocked_until <= clock_timestamp() RETURNING name
-  ), stale AS (
-    DELETE FROM {{schema}}.line WHERE stale_at <= clock_timestamp() RETURNING name
-  )
-  UPDATE {{schema}}.names SET touched_at = clock_timestamp()
-   WHERE name IN (SELECT name FROM expired UNION SELECT name FROM stale);
-  DELETE FROM {{schema}}.names WHERE name IN (
+  SELECT array_agg(name) INTO v_names FROM (
     SELECT n.name FROM {{schema}}.names n
-     WHERE n.touched_at < clock_timestamp() - p_idle_ms * interval '1 ms'
-       AND NOT EXISTS (SELECT 1 FROM {{schema}}.holds h WHERE h.name = n.name)
-       AND NOT EXISTS (SELECT 1 FROM {{schema}}.line l WHERE l.name = n.name)
+     WHERE (n.touched_at < v_cutoff
+            AND NOT EXISTS (SELECT 1 FROM {{schema}}.holds h WHERE h.name = n.name)
+            AND NOT EXISTS (SELECT 1 FROM {{schema}}.line l WHERE l.name = n.name))
+        OR EXISTS (SELECT 1 FROM {{schema}}.holds h WHERE h.name = n.name AND h.blocked_until <= v_now - interval '1 s')
+        OR EXISTS (SELECT 1 FROM {{schema}}.line l WHERE l.name = n.name AND l.stale_at <= v_now)
      LIMIT p_batch
-       FOR UPDATE SKIP LOCKED);
+       FOR UPDATE SKIP LOCKED) candidates;
+  IF v_names IS NULL THEN RETURN 0; END IF;
+  WITH expired AS (
+    DELETE FROM {{schema}}.holds WHERE name = ANY (v_names) AND blocked_until <= v_now - interval '1 s' RETURNING name
+  ), stale AS (
+    DELETE FROM {{schema}}.line WHERE name = ANY (v_names) AND stale_at <= v_now RETURNING name
+  )
+  UPDATE {{schema}}.names SET touched_at = v_now
+   WHERE name IN (SELECT name FROM expired UNION SELECT name FROM stale);
+  DELETE FROM {{schema}}.names n
+   WHERE n.name = ANY (v_names) AND n.touched_at < v_cutoff
+     AND NOT EXISTS (SELECT 1 FROM {{schema}}.holds h WHERE h.name = n.name)
+     AND NOT EXISTS (SELECT 1 FROM {{schema}}.line l WHERE l.name = n.name);
   GET DIAGNOSTICS v_dropped = ROW_COUNT;
   RETURN v_dropped;
 END $$;
