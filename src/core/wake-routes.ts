@@ -3,8 +3,9 @@ import type { Wake } from './driver.js'
 /**
  * Wake-ups that a store sends as text on one channel per client, routed to
  * the owner they are for. Messages: "g|<owner>|<token>|<ttl ms>" (the lock
- * was handed over), "l|<owner>|<reason>" (the hold is lost), "r|<owner>"
- * (something changed: try again). Owners never contain '|'.
+ * was handed over), "l|<owner>|<reason>" (the hold is lost),
+ * "r|<owner>[|<owner>…]" (something changed: try again). Owners never
+ * contain '|'.
  */
 export class WakeRoutes {
   private readonly routes = new Map<string, (wake: Wake) => void>()
@@ -19,11 +20,14 @@ export class WakeRoutes {
 
   dispatch(message: string): void {
     const [type, owner, ...rest] = message.split('|')
+    if (type === 'r') {
+      for (const each of [owner, ...rest]) if (each !== undefined) this.routes.get(each)?.({ type: 'retry' })
+      return
+    }
     const route = owner === undefined ? undefined : this.routes.get(owner)
     if (!route) return
     if (type === 'g') route({ type: 'granted', token: BigInt(rest[0]!), ttlMs: Number(rest[1]) })
     else if (type === 'l') route({ type: 'lost', reason: rest.join('|') })
-    else if (type === 'r') route({ type: 'retry' })
   }
 
   /** Tells every owner to try again (wake-ups may have been lost, e.g. while a connection was down). */

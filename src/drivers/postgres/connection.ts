@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import type { ConnectionOptions } from 'node:tls'
 import pg from 'pg'
 import type { DriverOptions } from '../../core/driver.js'
-import { BatonError, backendUnavailable, invalidArgument } from '../../core/errors.js'
+import { BatonError, backendUnavailable, invalidArgument, unauthorized } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 
 export interface PostgresTarget {
@@ -135,7 +135,7 @@ export function storeError(target: PostgresTarget, cause: unknown): BatonError {
   const code = sqlState(cause)
   const detail = cause instanceof Error ? cause.message : String(cause)
   if (code === '28P01' || code === '28000') {
-    return new BatonError('UNAUTHORIZED', `the ${target.label} refused user "${target.user}" (${detail}); check the user and password in the store URL`, { cause })
+    return unauthorized(target.label, `user "${target.user}": ${detail}; check the user and password in the store URL`, cause)
   }
   if (code === '3D000') {
     return invalidArgument(`the database "${target.database}" does not exist on the ${target.label}; create it (CREATE DATABASE ...) or name another one in the URL path`, cause)

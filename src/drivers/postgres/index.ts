@@ -1,3 +1,4 @@
+import { inspect } from 'node:util'
 import pg from 'pg'
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
@@ -151,6 +152,11 @@ export class PostgresDriver implements Driver {
     clearTimeout(this.sweepTimer)
     this.routes.clear()
     await Promise.allSettled([this.listener.close(), this.pool.end()])
+  }
+
+  /** util.inspect(baton) must show neither the password nor the pool's settings. */
+  [inspect.custom](): string {
+    return `PostgresDriver { ${this.target.display} }`
   }
 
   private async run<R>(op: Operation, values: unknown[]): Promise<R[]> {

@@ -142,7 +142,11 @@ LANGUAGE sql AS $$ SELECT set_config('synchronous_commit', 'off', true) $$;
 -- Idempotent per owner: an owner that holds the name gets its own hold back
 -- (token, lease left); an owner in line keeps its place (entry refreshed).
 --   status 'granted'  token, ms = lease ttl
---   status 'busy'     ms = when trying again could succeed without a wake-up;
+--   status 'busy'     ms = when trying again could succeed without a wake-up:
+--                     when a slot frees for the head of the line (or a
+--                     newcomer), at least the line entry's ttl for those
+--                     behind the head (hand-overs serve them, so a dying
+--                     holder does not bring the whole line back at once);
 --                     holder_* = one current holder, if any
 --   status 'conflict' the name is in use as kind / permits (the caller words it)
 -- The common case (a free name, nobody in line) is five statements: the row
@@ -241,15 +245,18 @@ BEGIN
     RETURN;
   END IF;
 
+  status := 'busy';
+  ms := CASE WHEN v_frees_at IS NULL THEN 1 ELSE greatest(1, {{schema}}.ms(v_frees_at - v_now)) END;
   IF p_enqueue THEN
     INSERT INTO {{schema}}.line (name, owner, mode, ttl_ms, lock_delay_ms, stale_at)
     VALUES (p_name, p_owner, p_mode, p_ttl_ms, p_lock_delay_ms, v_now + p_queue_ttl_ms * interval '1 ms')
     ON CONFLICT (name, owner) DO UPDATE SET stale_at = excluded.stale_at;
+    IF v_waiting AND (SELECT owner FROM {{schema}}.line WHERE name = p_name ORDER BY seq LIMIT 1) <> p_owner THEN
+      ms := greatest(ms, p_queue_ttl_ms);
+    END IF;
   END IF;
 
   IF v_handed = 0 THEN v_ignored := {{schema}}.commit_lazily(); END IF;
-  status := 'busy';
-  ms := CASE WHEN v_frees_at IS NULL THEN 1 ELSE greatest(1, {{schema}}.ms(v_frees_at - v_now)) END;
   SELECT h.owner, h.token, h.mode, floor(extract(epoch FROM h.expires_at) * 1000)::bigint
     INTO holder_owner, holder_token, holder_mode, holder_expires_at
     FROM {{schema}}.holds h WHERE name = p_name AND expires_at > v_now
@@ -307,9 +314,11 @@ BEGIN
   RETURN true;
 END $$;
 
--- Admin: drops every hold of a name (lock delay included) and grants it to
--- nobody. Holders are told "l|<owner>|<reason>", live waiters "r|<owner>"
--- (try again now; the line order decides). Returns the live holds dropped.
+-- Admin: drops every hold of a name (lock delay included) and its line, and
+-- grants it to nobody. Holders are told "l|<owner>|<reason>", waiters whose
+-- entry was live "r|<owner>": they line up again at once, in the order their
+-- attempts arrive, so a dead waiter at the head can never be handed the name.
+-- Returns the live holds dropped.
 CREATE FUNCTION {{schema}}.force_release(p_name text, p_channel text)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
@@ -326,7 +335,8 @@ BEGIN
     PERFORM pg_notify(p_channel || split_part(v_row.owner, '.', 1),
                       'l|' || v_row.owner || '|released by force (forceRelease)');
   END LOOP;
-  FOR v_row IN SELECT owner FROM {{schema}}.line WHERE name = p_name AND stale_at > v_now ORDER BY seq LOOP
+  FOR v_row IN DELETE FROM {{schema}}.line WHERE name = p_name RETURNING owner, stale_at LOOP
+    CONTINUE WHEN v_row.stale_at <= v_now;
     PERFORM pg_notify(p_channel || split_part(v_row.owner, '.', 1), 'r|' || v_row.owner);
   END LOOP;
   RETURN v_dropped;
