@@ -1,5 +1,6 @@
 import { asyncMutex } from './async-mutex.js'
 import { baton, batonFair, batonMemory, batonRead, batonSemaphore } from './baton.js'
+import { pgUpdate } from './pg-update.js'
 import { raw } from './raw.js'
 import { redisSemaphore, redisSemaphoreCounting } from './redis-semaphore.js'
 import { redlock } from './redlock.js'
@@ -14,6 +15,7 @@ export const PEERS = {
   'async-mutex': asyncMutex, 'baton-memory': batonMemory,
   'baton-fair': batonFair, 'baton-rwlock-read': batonRead, 'baton-semaphore': batonSemaphore,
   'redis-semaphore-sem': redisSemaphoreCounting,
+  'pg-update': pgUpdate,
 } as const satisfies Record<string, PeerDef>
 
 export type PeerId = keyof typeof PEERS
