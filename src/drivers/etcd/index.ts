@@ -1,13 +1,12 @@
 import type { Etcd3, IRangeRequest, IRequestOp, Lease, Watcher } from 'etcd3'
 import type {
-  AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult, HoldMode,
-  HoldRef, HolderSummary, LockInfo, LockKind, LockSpec, Wake,
+  AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
+  HoldRef, HolderSummary, LockInfo, LockSpec, Wake,
 } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
-import {
-  blockersOf, conflictIn, decodeEntry, encodeEntry, holdersIn, summaryOf, waitersIn, type LineEntry,
-} from '../sequenced/line.js'
+import { conflictIn, decodeEntry, encodeEntry, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
+import { busyIn, newSlot, Slots, type Slot, type SlotStore } from '../sequenced/slots.js'
 import { etcdFailure, etcdTarget, openEtcd, type EtcdTarget } from './connection.js'
 
 const CAPABILITIES: Capabilities = {
@@ -33,7 +32,7 @@ class ClientLease {
   hex = '0'
   confirmedAt = 0
   private readonly fired: number[] = []
-  readonly slots = new Set<Slot>()
+  readonly slots = new Set<EtcdSlot>()
   readonly ready: Promise<void>
 
   constructor(readonly lease: Lease, readonly seconds: number, onLost: (lease: ClientLease, error: unknown) => void) {
@@ -59,32 +58,16 @@ class ClientLease {
   }
 }
 
-/** This client's entry in a line: waiting, then holding. */
-interface Slot {
-  readonly owner: string
-  readonly name: string
-  readonly key: string
-  readonly kind: LockKind
-  mode: HoldMode
-  readonly permits: number
+/** An entry of this client: its key (the slot id), value and the lease it rides on. */
+interface EtcdSlot extends Slot {
   value: string
   lease: ClientLease
-  token: bigint
-  held: boolean
-  ttlMs: number
-  /** Monotonic end of the hold as this client enforces it (a live client deletes its key then). */
-  endsAt: number
-  expiry?: NodeJS.Timeout
-  stale?: NodeJS.Timeout
-  blockers: ReadonlySet<string>
-  checking: boolean
-  again: boolean
 }
 
 /** One prefix watch per name in use by this client; each waiter reacts only to its blockers' changes. */
 interface NameWatch {
   readonly ready: Promise<Watcher>
-  readonly slots: Set<Slot>
+  readonly slots: Set<EtcdSlot>
   /** key → revision of its last change (delete or put) seen on the watch. */
   readonly changed: Map<string, { revision: bigint; deleted: boolean }>
   linger?: NodeJS.Timeout
@@ -106,12 +89,11 @@ const LOST: ExtendResult = { status: 'lost' }
  * The create revision is the fencing token. A release deletes the key, which by
  * itself makes the next entry the holder; its client learns it from the watch.
  */
-export class EtcdDriver implements Driver {
+export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   readonly store = 'etcd'
   readonly capabilities = CAPABILITIES
   private readonly leases = new Map<number, ClientLease>()
-  private readonly slots = new Map<string, Slot>()
-  private readonly wakes = new Map<string, (wake: Wake) => void>()
+  private readonly slots = new Slots<EtcdSlot>(this)
   private readonly names = new Map<string, NameWatch>()
   private closed = false
 
@@ -124,14 +106,14 @@ export class EtcdDriver implements Driver {
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
     const known = this.slots.get(request.owner)
-    if (known?.held) return { status: 'granted', token: known.token, ttlMs: this.ttlLeft(known) }
+    if (known?.held) return this.slots.granted(known)
     if (known) return this.refreshWaiter(known, request)
 
     const watch = this.watchName(request.name)
     await this.guard(watch.ready)
     const lease = await this.leaseFor(request.ttlMs)
     const key = `${this.linePrefix(request.name)}${lease.hex}.${request.owner.slice(this.clientId.length + 1)}`
-    const value = encodeEntry({ ...request })
+    const value = encodeEntry(request)
     const range = this.lineRange(request.name)
     const reply = await this.guard(this.client.kv.txn({
       compare: [{ key: Buffer.from(key), target: 'Create', result: 'Equal', create_revision: 0 }],
@@ -139,33 +121,28 @@ export class EtcdDriver implements Driver {
       failure: [{ request_range: range }],
     }))
     const read = this.parseLine(request.name, reply.responses[reply.succeeded ? 1 : 0]!.response_range.kvs, BigInt(reply.header.revision))
-    const index = read.line.findIndex((e) => e.id === key)
-    if (index < 0) return { status: 'busy', retryAfterMs: 1 } // dropped at once (forced): try again
+    const mine = read.line.find((e) => e.id === key)
+    if (!mine) return { status: 'busy', retryAfterMs: 1 } // dropped at once (forced): try again
 
     const conflict = conflictIn(read.line, request)
     if (conflict) {
       await this.deleteKeys([key])
       return { status: 'conflict', detail: conflict }
     }
-    const slot: Slot = {
-      owner: request.owner, name: request.name, key, kind: request.kind, mode: request.mode, permits: request.permits,
-      value, lease, token: read.line[index]!.token, held: false, ttlMs: request.ttlMs, endsAt: 0,
-      blockers: new Set(), checking: false, again: false,
-    }
-    const blockers = blockersOf(read.line, index)
-    if (blockers.length === 0) {
-      this.adopt(slot, watch)
-      this.hold(slot)
-      return { status: 'granted', token: slot.token, ttlMs: this.ttlLeft(slot) }
-    }
-    if (!request.enqueue) {
-      await this.deleteKeys([key])
-      return this.busy(read, request.queueTtlMs)
-    }
+    const slot = newSlot<EtcdSlot>({
+      owner: request.owner, name: request.name, id: key, kind: request.kind, mode: request.mode,
+      permits: request.permits, token: mine.token, ttlMs: request.ttlMs, value, lease,
+    })
     this.adopt(slot, watch)
-    this.keepWaiting(slot, request.queueTtlMs)
-    this.standBehind(slot, blockers, read.revision)
-    return this.busy(read, request.queueTtlMs)
+    const placed = this.slots.place(slot, read.line, read.revision)
+    if (placed === 'granted') return this.slots.granted(slot)
+    if (!request.enqueue) {
+      this.slots.forget(slot)
+      await this.deleteKeys([key])
+    } else if (this.slots.get(slot.owner) === slot) {
+      this.slots.keepWaiting(slot, request.queueTtlMs)
+    }
+    return busyIn(read.line, request.queueTtlMs)
   }
 
   async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
@@ -176,11 +153,11 @@ export class EtcdDriver implements Driver {
       // A new ttl can need a lease of another length: the key moves to it and keeps its create revision.
       const moving = lease !== slot.lease
       const reply = await this.guard(this.client.kv.txn({
-        compare: [{ key: Buffer.from(slot.key), target: 'Value', result: 'Equal', value: Buffer.from(slot.value) }],
-        success: moving ? [{ request_put: { key: Buffer.from(slot.key), value: Buffer.from(slot.value), lease: lease.id } }] : [],
+        compare: [{ key: Buffer.from(slot.id), target: 'Value', result: 'Equal', value: Buffer.from(slot.value) }],
+        success: moving ? [{ request_put: { key: Buffer.from(slot.id), value: Buffer.from(slot.value), lease: lease.id } }] : [],
       }))
       if (!reply.succeeded || this.slots.get(hold.owner) !== slot) {
-        this.forget(slot)
+        this.slots.forget(slot)
         return LOST
       }
       if (moving) {
@@ -189,7 +166,7 @@ export class EtcdDriver implements Driver {
         lease.slots.add(slot)
       }
       slot.ttlMs = ttlMs
-      this.hold(slot)
+      this.slots.hold(slot)
       return { status: 'extended', ttlMs: this.ttlLeft(slot) }
     }))
   }
@@ -204,21 +181,21 @@ export class EtcdDriver implements Driver {
       }
       return false
     }
-    this.forget(slot)
-    await this.deleteKeys([slot.key])
+    this.slots.forget(slot)
+    await this.deleteKeys([slot.id])
     return slot.held
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {
     const slot = this.slots.get(hold.owner)
     if (!slot || !slot.held || slot.mode !== 'write' || slot.token !== hold.token) return false
-    const value = encodeEntry({ ...slot, fair: true, mode: 'read' })
+    const value = encodeEntry({ ...hold, mode: 'read' })
     const reply = await this.guard(this.client.kv.txn({
-      compare: [{ key: Buffer.from(slot.key), target: 'Value', result: 'Equal', value: Buffer.from(slot.value) }],
-      success: [{ request_put: { key: Buffer.from(slot.key), value: Buffer.from(value), lease: slot.lease.id } }],
+      compare: [{ key: Buffer.from(slot.id), target: 'Value', result: 'Equal', value: Buffer.from(slot.value) }],
+      success: [{ request_put: { key: Buffer.from(slot.id), value: Buffer.from(value), lease: slot.lease.id } }],
     }))
     if (!reply.succeeded) {
-      this.forget(slot)
+      this.slots.forget(slot)
       return false
     }
     // Readers waiting on this key see the put on their watch and re-check.
@@ -228,29 +205,26 @@ export class EtcdDriver implements Driver {
   }
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    this.wakes.set(owner, onWake)
-    return () => {
-      if (this.wakes.get(owner) === onWake) this.wakes.delete(owner)
-    }
+    return this.slots.watch(owner, onWake)
   }
 
   async inspect(name: string): Promise<LockInfo | null> {
-    const read = await this.readLine(name)
+    const read = await this.readLineOf(name)
     if (read.line.length === 0) return null
     const holders = holdersIn(read.line)
-    const leaseSeconds = new Map<string, number>()
-    await this.guard(Promise.all([...new Set(holders.map((h) => read.leases.get(h.id)!))].map(async (id) => {
+    const leaseIds = [...new Set(holders.map((h) => read.leases.get(h.id)!))]
+    const lives = new Map<string, { granted: number; left: number }>()
+    await this.guard(Promise.all(leaseIds.map(async (id) => {
       const reply = await this.client.leaseClient.leaseTimeToLive({ ID: id })
-      leaseSeconds.set(id, Number(reply.grantedTTL))
-      leaseSeconds.set(`left:${id}`, Number(reply.TTL))
+      lives.set(id, { granted: Number(reply.grantedTTL), left: Math.max(0, Number(reply.TTL)) })
     })))
     const wall = Date.now()
     const summaries: HolderSummary[] = holders.map((entry) => {
       const mine = this.slots.get(entry.owner)
-      const left = mine?.held ? this.ttlLeft(mine) : Math.max(0, leaseSeconds.get(`left:${read.leases.get(entry.id)!}`) ?? 0) * 1000
+      const left = mine?.held ? this.ttlLeft(mine) : (lives.get(read.leases.get(entry.id)!)?.left ?? 0) * 1000
       return summaryOf(entry, wall + left)
     })
-    const granted = [...new Set(holders.map((h) => leaseSeconds.get(read.leases.get(h.id)!) ?? 0))].filter((s) => s > 0)
+    const granted = [...new Set([...lives.values()].map((l) => l.granted))].filter((s) => s > 0)
     const first = read.line[0]!
     return {
       name, kind: first.kind, fair: true, permits: first.permits, holders: summaries,
@@ -278,7 +252,7 @@ export class EtcdDriver implements Driver {
   }
 
   async forceRelease(name: string): Promise<boolean> {
-    const read = await this.readLine(name)
+    const read = await this.readLineOf(name)
     if (read.line.length === 0) return false
     // All at one revision: nobody is granted by it; holders' clients see `lost`, waiters' `retry`.
     await this.deleteKeys(read.line.map((e) => e.id))
@@ -288,17 +262,52 @@ export class EtcdDriver implements Driver {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    const waiting = [...this.slots.values()].filter((s) => !s.held).map((s) => s.key)
-    for (const slot of [...this.slots.values()]) this.forget(slot)
-    await this.deleteKeys(waiting).catch(() => {})
+    await this.deleteKeys(this.slots.clear().map((s) => s.id)).catch(() => {})
     // Holds stay until their lease runs out, like any client that goes away.
     for (const lease of this.leases.values()) lease.lease.release()
     this.leases.clear()
     for (const watch of this.names.values()) void watch.ready.then((w) => w.cancel(), () => {})
     this.names.clear()
     await this.idleWatcher.cancel().catch(() => {})
-    this.wakes.clear()
     this.client.close()
+  }
+
+  // ---- SlotStore ----
+
+  async drop(slot: EtcdSlot): Promise<void> {
+    await this.deleteKeys([slot.id])
+  }
+
+  async readLine(slot: EtcdSlot): Promise<{ line: LineEntry[]; marker: unknown }> {
+    const read = await this.readLineOf(slot.name)
+    return { line: read.line, marker: read.revision }
+  }
+
+  /** Sets what the slot waits for, read at `revision`; a change the watch already reported means read again. */
+  standBehind(slot: EtcdSlot, _blockers: readonly LineEntry[], revision: unknown): void {
+    const changed = this.names.get(slot.name)?.changed
+    const own = changed?.get(slot.id)
+    if (own?.deleted && own.revision > (revision as bigint)) return this.slots.gone(slot, 'its key was deleted')
+    for (const id of slot.blockers) {
+      if ((changed?.get(id)?.revision ?? 0n) > (revision as bigint)) return void this.slots.recheck(slot)
+    }
+  }
+
+  /** The hold's own ttl, but never past what the lease surely covers. */
+  ttlLeft(slot: EtcdSlot): number {
+    return Math.max(0, Math.floor(Math.min(slot.endsAt - monotonicNow(), slot.lease.remainingMs())))
+  }
+
+  forgotten(slot: EtcdSlot): void {
+    slot.lease.slots.delete(slot)
+    const watch = this.names.get(slot.name)
+    if (!watch) return
+    watch.slots.delete(slot)
+    if (watch.slots.size === 0 && !this.closed) {
+      clearTimeout(watch.linger)
+      watch.linger = setTimeout(() => this.unwatchName(slot.name, watch), NAME_WATCH_LINGER_MS)
+      watch.linger.unref()
+    }
   }
 
   // ---- line reading ----
@@ -312,7 +321,7 @@ export class EtcdDriver implements Driver {
     return { key: Buffer.from(prefix), range_end: prefixEnd(prefix), sort_order: 'Ascend', sort_target: 'Create' }
   }
 
-  private async readLine(name: string): Promise<LineRead> {
+  private async readLineOf(name: string): Promise<LineRead> {
     const reply = await this.guard(this.client.kv.range(this.lineRange(name)))
     return this.parseLine(name, reply.kvs, BigInt(reply.header.revision))
   }
@@ -332,82 +341,19 @@ export class EtcdDriver implements Driver {
     return { line, leases, revision }
   }
 
-  // ---- waiting ----
-
-  private busy(read: LineRead, queueTtlMs: number): AcquireResult {
-    const first = holdersIn(read.line)[0]
-    // Wake-ups come from the watch; the core only comes back to refresh the place in line.
-    return { status: 'busy', retryAfterMs: Math.max(1, queueTtlMs), ...(first ? { holder: summaryOf(first, 0) } : {}) }
-  }
-
   /** A repeated attempt of a waiter: keeps its place, and re-reads the line in case a wake-up was missed. */
-  private async refreshWaiter(slot: Slot, request: AcquireRequest): Promise<AcquireResult> {
-    this.keepWaiting(slot, request.queueTtlMs)
-    const read = await this.readLine(slot.name)
+  private async refreshWaiter(slot: EtcdSlot, request: AcquireRequest): Promise<AcquireResult> {
+    this.slots.keepWaiting(slot, request.queueTtlMs)
+    const read = await this.readLineOf(slot.name)
     if (this.slots.get(slot.owner) !== slot) return this.acquire(request)
-    if (slot.held) return { status: 'granted', token: slot.token, ttlMs: this.ttlLeft(slot) }
-    const index = read.line.findIndex((e) => e.id === slot.key)
-    if (index < 0) {
-      this.forget(slot)
+    if (slot.held) return this.slots.granted(slot)
+    const placed = this.slots.place(slot, read.line, read.revision)
+    if (placed === 'granted') return this.slots.granted(slot)
+    if (placed === undefined) {
+      this.slots.forget(slot)
       return this.acquire(request)
     }
-    const blockers = blockersOf(read.line, index)
-    if (blockers.length === 0) {
-      this.hold(slot)
-      return { status: 'granted', token: slot.token, ttlMs: this.ttlLeft(slot) }
-    }
-    this.standBehind(slot, blockers, read.revision)
-    return this.busy(read, request.queueTtlMs)
-  }
-
-  /** A waiter not refreshed within its queue ttl leaves the line (its owner gave up or died). */
-  private keepWaiting(slot: Slot, queueTtlMs: number): void {
-    clearTimeout(slot.stale)
-    slot.stale = setTimeout(() => {
-      if (this.slots.get(slot.owner) !== slot || slot.held) return
-      this.forget(slot)
-      this.deleteKeys([slot.key]).catch(() => {})
-    }, queueTtlMs)
-    slot.stale.unref()
-  }
-
-  /** Sets what the slot waits for, read at `revision`; a change the watch already reported means read again. */
-  private standBehind(slot: Slot, blockers: readonly LineEntry[], revision: bigint): void {
-    slot.blockers = new Set(blockers.map((b) => b.id))
-    const changed = this.names.get(slot.name)?.changed
-    const own = changed?.get(slot.key)
-    if (own?.deleted && own.revision > revision) return this.ownKeyGone(slot)
-    for (const id of slot.blockers) {
-      if ((changed?.get(id)?.revision ?? 0n) > revision) return void this.recheck(slot)
-    }
-  }
-
-  private async recheck(slot: Slot): Promise<void> {
-    if (slot.checking) {
-      slot.again = true
-      return
-    }
-    slot.checking = true
-    try {
-      do {
-        slot.again = false
-        const read = await this.readLine(slot.name)
-        if (this.slots.get(slot.owner) !== slot || slot.held) return
-        const index = read.line.findIndex((e) => e.id === slot.key)
-        if (index < 0) return this.ownKeyGone(slot)
-        const blockers = blockersOf(read.line, index)
-        if (blockers.length === 0) {
-          this.hold(slot)
-          this.wake(slot.owner, { type: 'granted', token: slot.token, ttlMs: this.ttlLeft(slot) })
-          return
-        }
-        this.standBehind(slot, blockers, read.revision)
-      } while (slot.again)
-    } catch {
-      // The store did not answer: the waiter's own refresh (every queue ttl / 3) reads the line again.
-    } finally {
-      slot.checking = false
-    }
+    return busyIn(read.line, request.queueTtlMs)
   }
 
   private onChange(watch: NameWatch, key: string, revision: bigint, deleted: boolean): void {
@@ -415,68 +361,19 @@ export class EtcdDriver implements Driver {
     watch.changed.set(key, { revision, deleted })
     if (watch.changed.size > CHANGES_KEPT) watch.changed.delete(watch.changed.keys().next().value!)
     for (const slot of watch.slots) {
-      if (slot.key === key) {
-        if (deleted) this.ownKeyGone(slot)
+      if (slot.id === key) {
+        if (deleted) this.slots.gone(slot, 'the store dropped it (released by force, or this client\'s etcd lease ended)')
       } else if (!slot.held && slot.blockers.has(key)) {
-        void this.recheck(slot)
+        void this.slots.recheck(slot)
       }
     }
   }
 
-  /** Someone else deleted our key (forceRelease) or its lease ended. */
-  private ownKeyGone(slot: Slot): void {
-    if (this.slots.get(slot.owner) !== slot) return
-    this.forget(slot)
-    this.wake(slot.owner, slot.held
-      ? { type: 'lost', reason: 'the store dropped it (released by force, or this client\'s etcd lease ended)' }
-      : { type: 'retry' })
-  }
-
-  // ---- holds ----
-
-  private adopt(slot: Slot, watch: NameWatch): void {
-    this.slots.set(slot.owner, slot)
+  private adopt(slot: EtcdSlot, watch: NameWatch): void {
+    this.slots.adopt(slot)
     slot.lease.slots.add(slot)
     watch.slots.add(slot)
     clearTimeout(watch.linger)
-  }
-
-  /** Marks the slot held for its ttl from now; a live client deletes its key when the ttl ends unrenewed. */
-  private hold(slot: Slot): void {
-    slot.held = true
-    clearTimeout(slot.stale)
-    clearTimeout(slot.expiry)
-    slot.endsAt = monotonicNow() + slot.ttlMs
-    slot.expiry = setTimeout(() => {
-      if (this.slots.get(slot.owner) !== slot) return
-      this.forget(slot)
-      this.deleteKeys([slot.key]).catch(() => {})
-    }, slot.ttlMs + 1)
-    slot.expiry.unref()
-  }
-
-  /** What a grant or renewal reports: the hold's own ttl, but never past what the lease surely covers. */
-  private ttlLeft(slot: Slot): number {
-    return Math.max(0, Math.floor(Math.min(slot.endsAt - monotonicNow(), slot.lease.remainingMs())))
-  }
-
-  private forget(slot: Slot): void {
-    if (this.slots.get(slot.owner) === slot) this.slots.delete(slot.owner)
-    clearTimeout(slot.expiry)
-    clearTimeout(slot.stale)
-    slot.lease.slots.delete(slot)
-    const watch = this.names.get(slot.name)
-    if (!watch) return
-    watch.slots.delete(slot)
-    if (watch.slots.size === 0 && !this.closed) {
-      clearTimeout(watch.linger)
-      watch.linger = setTimeout(() => this.unwatchName(slot.name, watch), NAME_WATCH_LINGER_MS)
-      watch.linger.unref()
-    }
-  }
-
-  private wake(owner: string, wake: Wake): void {
-    this.wakes.get(owner)?.(wake)
   }
 
   // ---- watches and leases ----
@@ -485,8 +382,7 @@ export class EtcdDriver implements Driver {
     let watch = this.names.get(name)
     if (watch) return watch
     const changed = new Map<string, { revision: bigint; deleted: boolean }>()
-    const prefix = this.linePrefix(name)
-    const ready = this.client.watch().prefix(prefix).create()
+    const ready = this.client.watch().prefix(this.linePrefix(name)).create()
     const created: NameWatch = { ready, slots: new Set(), changed }
     watch = created
     ready.then((watcher) => {
@@ -509,7 +405,7 @@ export class EtcdDriver implements Driver {
     const seconds = leaseSecondsFor(ttlMs)
     let lease = this.leases.get(seconds)
     if (!lease) {
-      lease = new ClientLease(this.client.lease(seconds), seconds, (l, error) => this.leaseLost(l, error))
+      lease = new ClientLease(this.client.lease(seconds), seconds, (l) => this.leaseLost(l))
       this.leases.set(seconds, lease)
     }
     try {
@@ -522,9 +418,9 @@ export class EtcdDriver implements Driver {
   }
 
   /** The lease ended (keep-alives failed past its ttl, or etcd revoked it): every key on it is gone. */
-  private leaseLost(lease: ClientLease, _error: unknown): void {
+  private leaseLost(lease: ClientLease): void {
     if (this.leases.get(lease.seconds) === lease) this.leases.delete(lease.seconds)
-    for (const slot of [...lease.slots]) this.ownKeyGone(slot)
+    for (const slot of [...lease.slots]) this.slots.gone(slot, 'this client\'s etcd lease ended (keep-alives failed past its ttl)')
   }
 
   private async deleteKeys(keys: readonly string[]): Promise<void> {
