@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'QUORUM_NOT_REACHED'
   | 'UNAUTHORIZED'
   | 'FORBIDDEN'
+  /** The client was closed: pending acquires end with it, later calls fail with it. */
+  | 'CLOSED'
 
 /** Codes for which trying the same call again later can succeed. */
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -95,4 +97,8 @@ export function aborted(name: string, reason: unknown): BatonError {
     cause: reason,
     lockName: name,
   })
+}
+
+export function clientClosed(what = 'this baton client'): BatonError {
+  return new BatonError('CLOSED', `${what} is closed (close() was called); call connect() again for a new one`)
 }

@@ -1,5 +1,6 @@
 import type { Driver, LockSpec } from './driver.js'
-import { BatonError, invalidArgument } from './errors.js'
+import { setMaxListeners } from 'node:events'
+import { clientClosed, invalidArgument } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { channels } from './events.js'
 import { Hold, Lease } from './lease.js'
@@ -15,6 +16,8 @@ export interface TakeOptions {
   signal: AbortSignal | undefined
   autoExtend: boolean
   reentrant: boolean
+  /** When busy and `waitMs` is 0: resolve null (tryAcquire) instead of LOCK_TIMEOUT. */
+  nullIfBusy: boolean
 }
 
 /**
@@ -25,12 +28,37 @@ export class Keeper {
   readonly watchdog = new Watchdog()
   /** Live holds of this client by owner, for reentrancy counts in inspect(). */
   private readonly live = new Map<string, Hold>()
-  private closed = false
+  /** Aborted by close(), with the CLOSED error every pending acquire ends with. */
+  private readonly closing = new AbortController()
+  /** take() calls not yet settled: close() waits for them to undo what they did in the store. */
+  private taking = 0
+  private drained: (() => void) | undefined
 
-  constructor(readonly driver: Driver, readonly clientId: string) {}
+  constructor(readonly driver: Driver, readonly clientId: string) {
+    // Every waiter listens to it; that is not a leak.
+    setMaxListeners(0, this.closing.signal)
+  }
+
+  get closed(): boolean {
+    return this.closing.signal.aborted
+  }
+
+  /** Throws CLOSED once close() was called. */
+  checkOpen(): void {
+    if (this.closed) throw this.closing.signal.reason as Error
+  }
 
   async take(spec: LockSpec, options: TakeOptions): Promise<Lease | null> {
-    if (this.closed) throw new BatonError('INVALID_ARGUMENT', 'this baton client is closed; call connect() again')
+    this.checkOpen()
+    this.taking++
+    try {
+      return await this.takeOpen(spec, options)
+    } finally {
+      if (--this.taking === 0) this.drained?.()
+    }
+  }
+
+  private async takeOpen(spec: LockSpec, options: TakeOptions): Promise<Lease | null> {
     if (options.reentrant) {
       const inFlow = heldInFlow<Hold>(this.clientId, spec.name)
       if (inFlow) return this.reenter(inFlow, spec)
@@ -49,7 +77,7 @@ export class Keeper {
     }
     let grant
     try {
-      grant = await obtain(this.driver, request, options.waitMs, route, options.signal)
+      grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closing.signal)
     } catch (error) {
       unwatch()
       throw error
@@ -57,6 +85,12 @@ export class Keeper {
     if (!grant) {
       unwatch()
       return null
+    }
+    if (this.closed) {
+      // close() came while the grant was on its way: leave nothing behind.
+      unwatch()
+      await this.driver.release(request).catch(() => {})
+      this.checkOpen()
     }
     request.token = grant.token
     const hold = new Hold(this.driver, request, grant, this, unwatch)
@@ -98,8 +132,14 @@ export class Keeper {
     return hold?.active ? hold.count : 1
   }
 
+  /**
+   * Ends every pending acquire with CLOSED and waits until each has undone
+   * what it did in the store (its line entry, a grant racing the close).
+   * Holds already granted stay until released or expired.
+   */
   async close(): Promise<void> {
-    this.closed = true
+    if (!this.closed) this.closing.abort(clientClosed())
     this.watchdog.close()
+    if (this.taking > 0) await new Promise<void>((resolve) => { this.drained = resolve })
   }
 }

@@ -1,6 +1,7 @@
 import type { Driver, HoldRef, Wake } from './driver.js'
 import { BatonError, leaseLost } from './errors.js'
 import { monotonicNow } from './clock.js'
+import { parseTtl, type Duration } from './duration.js'
 import { channels, type HoldEvent } from './events.js'
 import { safetyMarginMs } from './margin.js'
 import { runHolding, scopeKey, type ScopedHold } from './reentrancy.js'
@@ -35,7 +36,7 @@ export class Hold implements ScopedHold {
     /** Replaced (not mutated) when a write hold is downgraded to read. */
     public ref: HoldRef,
     grant: Grant,
-    private readonly keeper: { forget(hold: Hold): void },
+    private readonly keeper: { forget(hold: Hold): void; checkOpen(): void },
     private readonly unwatch: () => void,
   ) {
     this.ttlMs = grant.ttlMs
@@ -89,6 +90,7 @@ export class Hold implements ScopedHold {
 
   async release(): Promise<void> {
     if (this.state !== 'held') return
+    this.keeper.checkOpen()
     this.state = 'released'
     this.stop()
     if (this.renewing) await this.renewing.catch(() => {})
@@ -111,6 +113,7 @@ export class Hold implements ScopedHold {
 
   async extend(ttlMs: number): Promise<void> {
     if (this.state !== 'held') throw this.notHeldError()
+    this.keeper.checkOpen()
     const sentAt = monotonicNow()
     const [result] = await this.driver.extend([this.ref], ttlMs)
     this.applyExtend(result!, sentAt, ttlMs)
@@ -178,10 +181,15 @@ export class Lease implements AsyncDisposable {
     return Math.max(0, Math.floor(this.hold.deadline - monotonicNow()))
   }
 
-  /** Renews the lease to `ttl` (default: the lock's ttl). Throws LEASE_LOST if the store let it go. */
-  async extend(ttlMs?: number): Promise<void> {
+  /**
+   * Renews the lease to `ttl` (a duration, as the lock's `ttl`; default: the
+   * lock's ttl). Throws LEASE_LOST if the store let it go, INVALID_ARGUMENT
+   * (the hold untouched) for a bad duration.
+   */
+  async extend(ttl?: Duration): Promise<void> {
+    const ttlMs = ttl === undefined ? this.hold.ttlMs : parseTtl(ttl)
     if (this.released) throw this.hold.notHeldError()
-    await this.hold.extend(ttlMs ?? this.hold.ttlMs)
+    await this.hold.extend(ttlMs)
   }
 
   /** Releases this handle; the store hold goes when the last reentrant handle does. Idempotent. */

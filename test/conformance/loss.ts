@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { isBatonError } from '../../src/index.js'
-import { aborted, nextEvent, type SuiteContext } from './context.js'
+import { aborted, nextEvent, sleep, type SuiteContext } from './context.js'
+import type { WaitEvent } from '../../src/core/events.js'
 import { ms } from '../harness/timing.js'
 
 export function loss(ctx: SuiteContext): void {
@@ -29,6 +30,54 @@ export function loss(ctx: SuiteContext): void {
         assert.match(reason.message, /force/)
       })
       assert.equal(await admin.forceRelease(name), false)
+    })
+
+    it('a forced release racing a hand-over is never lost: the new lease is held in the store, or its signal fired', async () => {
+      const [a, b, admin] = [await ctx.client(), await ctx.client(), await ctx.client()]
+      // The race is between the store's two messages (granted, then lost); a few rounds make it likely on every store.
+      for (let round = 0; round < 8; round++) {
+        const name = ctx.name(`loss-force-handoff-${round}`)
+        const holder = await a.mutex(name).acquire()
+        const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+        const waiting = b.mutex(name).acquire({ wait: ms(10_000) })
+        await queued
+        const released = holder.release()
+        const forced = admin.forceRelease(name)
+        await Promise.all([released, forced])
+        const lease = await waiting
+        const view = await admin.inspect(name)
+        if (lease.held) {
+          assert.deepEqual(view?.holders.map((h) => h.owner), [lease.owner], `round ${round}: a lease that says it is held is held in the store`)
+          await lease.release()
+        } else {
+          assert.ok(lease.signal.aborted, `round ${round}: a lost lease has its signal aborted`)
+        }
+      }
+    })
+
+    it('a hand-over counts the lease from before the store granted it, also after an event-loop stall', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('loss-handoff-stall')
+      const holder = await a.mutex(name, { ttl: '10s' }).acquire()
+      // Synchronous work (a GC pause, a busy loop) right when the hand-over arrives.
+      const watch = b.driver.watch.bind(b.driver)
+      b.driver.watch = (lockName, owner, onWake) => watch(lockName, owner, (wake) => {
+        if (wake.type === 'granted') busyWait(ms(800))
+        onWake(wake)
+      })
+      const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      const waiting = b.mutex(name, { ttl: ms(3000) }).acquire()
+      await queued
+      await sleep(ms(300))
+      await holder.release()
+      const lease = await waiting
+      b.driver.watch = watch
+      const storeEnd = (await a.inspect(name))?.holders[0]?.expiresAt
+      assert.ok(storeEnd !== undefined)
+      await aborted(lease.signal, ms(10_000))
+      const lostAt = Date.now()
+      // Both are epoch ms of this machine's clock (the store runs here).
+      assert.ok(lostAt <= storeEnd, `the signal fired ${lostAt - storeEnd} ms after the store let the lease go`)
     })
 
     it('the watchdog keeps a using() hold alive well past its ttl', async () => {
@@ -63,4 +112,11 @@ export function loss(ctx: SuiteContext): void {
       await next.release()
     })
   })
+}
+
+function busyWait(forMs: number): void {
+  const until = performance.now() + forMs
+  while (performance.now() < until) {
+    // Blocks the event loop on purpose.
+  }
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { isBatonError, type Baton } from '../../src/index.js'
-import { countEvents, nextEvent, type SuiteContext } from './context.js'
+import { countEvents, nextEvent, withTimeout, type SuiteContext } from './context.js'
 import type { AcquireEvent, WaitEvent } from '../../src/core/events.js'
 import { ms } from '../harness/timing.js'
 
@@ -15,6 +15,39 @@ function countAttempts(client: Baton): { count: () => number } {
     return original(request)
   }
   return { count: () => n }
+}
+
+/** Holds back the store's answers to this client's attempts until open() (the attempt itself runs at once). */
+function holdReplies(client: Baton): { sent: Promise<void>; open: () => void } {
+  const driver = client.driver
+  const original = driver.acquire.bind(driver)
+  let open!: () => void
+  const opened = new Promise<void>((resolve) => { open = resolve })
+  let sent!: () => void
+  const first = new Promise<void>((resolve) => { sent = resolve })
+  driver.acquire = async (request) => {
+    const result = original(request)
+    sent()
+    await opened
+    return result
+  }
+  return { sent: first, open: () => { driver.acquire = original; open() } }
+}
+
+/** Resolves `next` when the client's driver is next asked to release something. */
+function releaseCalls(client: Baton): { next: Promise<boolean> } {
+  const driver = client.driver
+  const original = driver.release.bind(driver)
+  return {
+    next: new Promise((resolve, reject) => {
+      driver.release = (hold) => {
+        driver.release = original
+        const done = original(hold)
+        done.then(resolve, reject)
+        return done
+      }
+    }),
+  }
 }
 
 export function waiting(ctx: SuiteContext): void {
@@ -43,6 +76,23 @@ export function waiting(ctx: SuiteContext): void {
       await lease.release()
     })
 
+    it('acquire({ wait: 0 }) and using(fn, { wait: 0 }) give LOCK_TIMEOUT when busy, never null', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('wait-zero')
+      const holder = await a.mutex(name).acquire()
+      const lock = b.mutex(name)
+      const timedOut = (e: unknown) => isBatonError(e, 'LOCK_TIMEOUT') && e.retryable
+      await assert.rejects(lock.acquire({ wait: 0 }), timedOut)
+      await assert.rejects(lock.acquire({ wait: '0ms' }), timedOut)
+      let ran = false
+      await assert.rejects(lock.using(() => { ran = true }, { wait: 0 }), timedOut)
+      assert.equal(ran, false)
+      assert.deepEqual((await b.inspect(name))?.waiters, [], 'a zero wait never joins the line')
+      await holder.release()
+      const free = await lock.acquire({ wait: 0 })
+      await free.release()
+    })
+
     it('gives ABORTED for a signal aborted before or during the wait, and leaves the line', async () => {
       const [a, b] = [await ctx.client(), await ctx.client()]
       const name = ctx.name('wait-abort')
@@ -57,6 +107,50 @@ export function waiting(ctx: SuiteContext): void {
       assert.deepEqual((await b.inspect(name))?.waiters, [])
       await holder.release()
       assert.equal(await a.inspect(name), null)
+    })
+
+    it('gives ABORTED at once for a signal aborted while an attempt is in flight, and undoes the attempt', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      for (const busy of [true, false]) {
+        const name = ctx.name(`wait-abort-in-flight-${busy ? 'busy' : 'free'}`)
+        const holder = busy ? await a.mutex(name).acquire() : undefined
+        // The store answers this client's attempts only when the gate opens.
+        const gate = holdReplies(b)
+        const released = releaseCalls(b)
+        const controller = new AbortController()
+        const waiting = b.mutex(name).acquire({ signal: controller.signal })
+        await gate.sent
+        controller.abort(new Error('shutting down'))
+        await withTimeout(assert.rejects(waiting, (e) => isBatonError(e, 'ABORTED')), ms(5000), 'ABORTED with the attempt still in flight')
+        gate.open()
+        await withTimeout(released.next, ms(5000), 'the aborted attempt to be undone')
+        const view = await a.inspect(name)
+        assert.deepEqual(view?.waiters ?? [], [], 'no line entry is left')
+        assert.deepEqual(view?.holders.map((h) => h.owner) ?? [], holder ? [holder.owner] : [], 'no hold is left')
+        await holder?.release()
+      }
+    })
+
+    it('close() ends pending acquires at once with CLOSED, leaves no line entry, and later calls say the client is closed', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('wait-close')
+      const holder = await a.mutex(name).acquire()
+      const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      const waiting = b.mutex(name).acquire()
+      await queued
+      const closing = b.close()
+      const closed = (e: unknown) => isBatonError(e, 'CLOSED') && !e.retryable && /closed/.test((e as Error).message)
+      await withTimeout(assert.rejects(waiting, closed), ms(5000), 'the pending acquire to end')
+      await closing
+      assert.deepEqual((await a.inspect(name))?.waiters, [], 'the closed client left the line')
+      await holder.release()
+      assert.equal(await a.inspect(name), null, 'nobody was handed the lock')
+      await assert.rejects(b.mutex(name).acquire(), closed)
+      await assert.rejects(b.mutex(name).tryAcquire(), closed)
+      await assert.rejects(b.inspect(name), closed)
+      await assert.rejects(b.list(), closed)
+      await assert.rejects(b.forceRelease(name), closed)
+      await b.close()
     })
 
     it('using() releases when its function throws, and passes the error on', async () => {
