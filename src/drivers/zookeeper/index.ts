@@ -247,9 +247,12 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     )
   }
 
-  /** The hold's own ttl, but never past what its session surely covers. */
+  /**
+   * The hold's own ttl. Its session may end sooner if this client is cut off:
+   * then the session's doubt timer (ZkSession) ends the hold first, by our clock.
+   */
   ttlLeft(slot: ZkSlot): number {
-    return Math.max(0, Math.floor(Math.min(slot.endsAt - monotonicNow(), slot.session.remainingMs())))
+    return Math.max(0, Math.floor(slot.endsAt - monotonicNow()))
   }
 
   forgotten(slot: ZkSlot): void {
@@ -348,7 +351,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     const requested = Math.max(1000, Math.ceil((ttlMs * 1.5) / 1000) * 1000)
     let pending = this.sessions.get(requested)
     if (!pending) {
-      const session = new ZkSession(this.target, requested, (s) => this.sessionExpired(requested, s))
+      const session = new ZkSession(this.target, requested, (s) => this.sessionExpired(requested, s), (s) => this.sessionInDoubt(s))
       pending = session.open().then(() => session)
       this.sessions.set(requested, pending)
       pending.catch(() => {
@@ -375,6 +378,19 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     session.close()
     for (const slot of [...this.slots.byOwner.values()]) {
       if (slot.session === session) this.slots.gone(slot, 'its ZooKeeper session expired')
+    }
+  }
+
+  /**
+   * Nothing heard for a whole session timeout: the ensemble may have expired
+   * the session and granted our places to others. Holders lose now, waiters
+   * try again; our nodes are removed if the session turns out to live on.
+   */
+  private sessionInDoubt(session: ZkSession): void {
+    for (const slot of [...this.slots.byOwner.values()]) {
+      if (slot.session !== session) continue
+      this.slots.gone(slot, 'no answer from ZooKeeper for a whole session timeout (the session may have expired)')
+      this.removeNode(session, slot.id).catch(() => {})
     }
   }
 

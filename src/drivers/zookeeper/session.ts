@@ -1,6 +1,7 @@
 import zookeeper, { type Client, type Event, type Stat } from 'node-zookeeper-client'
 import type { DriverOptions } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
+import { safetyMarginMs } from '../../core/margin.js'
 import { BatonError, backendUnavailable, invalidArgument } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 
@@ -69,9 +70,20 @@ export class ZkSession {
   timeoutMs = 0
   expired = false
   private heartbeat: NodeJS.Timeout | undefined
+  private doubtTimer: NodeJS.Timeout | undefined
   private beating = false
 
-  constructor(private readonly target: ZkTarget, readonly requestedMs: number, onExpired: (session: ZkSession) => void) {
+  constructor(
+    private readonly target: ZkTarget,
+    readonly requestedMs: number,
+    onExpired: (session: ZkSession) => void,
+    /**
+     * Called when the ensemble may have expired the session by now (no answer
+     * for a whole session timeout, less a safety margin), whether or not the
+     * library noticed: Curator's "suspended, then lost", by our own clock.
+     */
+    private readonly onDoubt: (session: ZkSession) => void = () => {},
+  ) {
     this.client = zookeeper.createClient(target.connectionString, { sessionTimeout: requestedMs, spinDelay: 100, retries: 0 })
     if (target.username !== undefined) this.client.addAuthInfo('digest', Buffer.from(`${target.username}:${target.password}`))
     this.client.on('expired', () => {
@@ -104,6 +116,19 @@ export class ZkSession {
     this.timeoutMs = this.client.getSessionTimeout()
     this.heartbeat = setInterval(() => void this.beat(), Math.max(50, this.timeoutMs / 4))
     this.heartbeat.unref()
+    this.armDoubt()
+  }
+
+  /** Fires onDoubt once the session can have ended without us hearing of it. */
+  private armDoubt(): void {
+    clearTimeout(this.doubtTimer)
+    if (this.expired) return
+    const at = this.confirmedAt + this.timeoutMs - safetyMarginMs(this.timeoutMs)
+    this.doubtTimer = setTimeout(() => {
+      if (this.confirmedAt + this.timeoutMs - safetyMarginMs(this.timeoutMs) > monotonicNow()) return this.armDoubt()
+      this.onDoubt(this)
+    }, Math.max(0, at - monotonicNow()))
+    this.doubtTimer.unref()
   }
 
   /** How long the ensemble surely keeps this session, by our monotonic clock. */
@@ -121,7 +146,9 @@ export class ZkSession {
         if (error === null || error === undefined || errorCode(error) !== undefined) {
           const code = errorCode(error)
           if (code !== Exception.CONNECTION_LOSS && code !== Exception.SESSION_EXPIRED && code !== Exception.OPERATION_TIMEOUT) {
+            const doubted = this.confirmedAt + this.timeoutMs - safetyMarginMs(this.timeoutMs) <= monotonicNow()
             this.confirmedAt = Math.max(this.confirmedAt, sentAt)
+            if (doubted && this.timeoutMs > 0) this.armDoubt()
           }
         }
         if (error) reject(error)
@@ -164,6 +191,7 @@ export class ZkSession {
 
   private stop(): void {
     clearInterval(this.heartbeat)
+    clearTimeout(this.doubtTimer)
   }
 
   private async beat(): Promise<void> {
