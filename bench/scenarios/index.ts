@@ -1,5 +1,6 @@
 import type { Scenario } from '../types.js'
 import { commands } from './commands.js'
+import { consensusScenarios } from './consensus.js'
 import { fairCommands } from './fair-commands.js'
 import { fairHandoff } from './fair-handoff.js'
 import { handoff } from './handoff.js'
@@ -17,4 +18,5 @@ import { uncontended } from './uncontended.js'
 export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
   fairHandoff, fairCommands, rwlockReaders, semaphore,
+  ...consensusScenarios,
 ]

@@ -68,6 +68,8 @@ export async function startZookeeperEnsemble(size = 3): Promise<ZkEnsemble> {
         `tickTime=${ZK_TICK_MS}`, 'initLimit=20', 'syncLimit=8', `dataDir=${data}`,
         `clientPort=${port}`, 'clientPortAddress=127.0.0.1', 'admin.enableServer=false',
         '4lw.commands.whitelist=srvr,ruok,mntr', 'maxClientCnxns=0', 'maxSessionTimeout=60000',
+        // No fsync per write: tests and benchmarks measure the protocol, not this machine's disk.
+        'forceSync=no',
         ...quorum.map(([peer, election], i) => `server.${i + 1}=127.0.0.1:${peer}:${election}`),
         '',
       ].join('\n'))
