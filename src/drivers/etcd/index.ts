@@ -5,7 +5,7 @@ import type {
 } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
-import { conflictIn, decodeEntry, encodeEntry, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
+import { blockersOf, conflictIn, decodeEntry, encodeEntry, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
 import { busyIn, newSlot, Slots, type Slot, type SlotStore } from '../sequenced/slots.js'
 import { etcdFailure, etcdTarget, openEtcd, type EtcdTarget } from './connection.js'
 
@@ -62,6 +62,26 @@ class ClientLease {
 interface EtcdSlot extends Slot {
   value: string
   lease: ClientLease
+  /**
+   * The entries before this waiter as of `seenAt`, kept current from the
+   * name's watch: entries can only leave or change mode there (a new key
+   * always lands behind), so the watch alone tells when it may hold.
+   */
+  ahead?: Map<string, LineEntry>
+  seenAt?: bigint
+}
+
+/** A key's last change seen on a name's watch. */
+interface Change {
+  readonly revision: bigint
+  readonly deleted: boolean
+  readonly value: string
+}
+
+/** A line read and the revision it was read at. */
+interface LineMarker {
+  readonly line: readonly LineEntry[]
+  readonly revision: bigint
 }
 
 /** One prefix watch per name in use by this client; each waiter reacts only to its blockers' changes. */
@@ -69,7 +89,7 @@ interface NameWatch {
   readonly ready: Promise<Watcher>
   readonly slots: Set<EtcdSlot>
   /** key → revision of its last change (delete or put) seen on the watch. */
-  readonly changed: Map<string, { revision: bigint; deleted: boolean }>
+  readonly changed: Map<string, Change>
   linger?: NodeJS.Timeout
 }
 
@@ -134,7 +154,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
       permits: request.permits, token: mine.token, ttlMs: request.ttlMs, value, lease,
     })
     this.adopt(slot, watch)
-    const placed = this.slots.place(slot, read.line, read.revision)
+    const placed = this.slots.place(slot, read.line, { line: read.line, revision: read.revision } satisfies LineMarker)
     if (placed === 'granted') return this.slots.granted(slot)
     if (!request.enqueue) {
       this.slots.forget(slot)
@@ -280,17 +300,51 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
 
   async readLine(slot: EtcdSlot): Promise<{ line: LineEntry[]; marker: unknown }> {
     const read = await this.readLineOf(slot.name)
-    return { line: read.line, marker: read.revision }
+    return { line: read.line, marker: { line: read.line, revision: read.revision } satisfies LineMarker }
   }
 
-  /** Sets what the slot waits for, read at `revision`; a change the watch already reported means read again. */
-  standBehind(slot: EtcdSlot, _blockers: readonly LineEntry[], revision: unknown): void {
+  /**
+   * Waits behind the line as read at `marker.revision`: changes the watch
+   * reported since then are applied at once, later ones as they come; the
+   * waiter holds when no entry before it blocks it any more (no extra read).
+   */
+  standBehind(slot: EtcdSlot, _blockers: readonly LineEntry[], marker: unknown): void {
+    const { line, revision } = marker as LineMarker
+    const index = line.findIndex((e) => e.id === slot.id)
+    slot.ahead = new Map(line.slice(0, index).map((e) => [e.id, e]))
+    slot.seenAt = revision
     const changed = this.names.get(slot.name)?.changed
     const own = changed?.get(slot.id)
-    if (own?.deleted && own.revision > (revision as bigint)) return this.slots.gone(slot, 'its key was deleted')
-    for (const id of slot.blockers) {
-      if ((changed?.get(id)?.revision ?? 0n) > (revision as bigint)) return void this.slots.recheck(slot)
+    if (own?.deleted && own.revision > revision) return this.slots.gone(slot, 'its key was deleted')
+    let moved = false
+    for (const id of [...slot.ahead.keys()]) {
+      const change = changed?.get(id)
+      if (change && change.revision > revision) moved = this.apply(slot, id, change) || moved
     }
+    if (moved) this.settle(slot)
+  }
+
+  /** One change of an entry before the waiter; true when it matters. */
+  private apply(slot: EtcdSlot, id: string, change: Change): boolean {
+    const before = slot.ahead?.get(id)
+    if (!before) return false
+    if (change.deleted) slot.ahead!.delete(id)
+    else slot.ahead!.set(id, decodeEntry(id, before.token, change.value, before.owner))
+    return true
+  }
+
+  /** Holds now if nothing before it blocks it; else waits for its new blockers. */
+  private settle(slot: EtcdSlot): void {
+    if (slot.held || this.slots.get(slot.owner) !== slot || !slot.ahead) return
+    const me: LineEntry = { id: slot.id, owner: slot.owner, kind: slot.kind, mode: slot.mode, permits: slot.permits, fair: true, token: slot.token }
+    const line = [...slot.ahead.values(), me]
+    const blockers = blockersOf(line, line.length - 1)
+    if (blockers.length > 0) {
+      slot.blockers = new Set(blockers.map((b) => b.id))
+      return
+    }
+    this.slots.hold(slot)
+    this.slots.wake(slot.owner, { type: 'granted', token: slot.token, ttlMs: this.ttlLeft(slot) })
   }
 
   /** The hold's own ttl, but never past what the lease surely covers. */
@@ -347,7 +401,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     const read = await this.readLineOf(slot.name)
     if (this.slots.get(slot.owner) !== slot) return this.acquire(request)
     if (slot.held) return this.slots.granted(slot)
-    const placed = this.slots.place(slot, read.line, read.revision)
+    const placed = this.slots.place(slot, read.line, { line: read.line, revision: read.revision } satisfies LineMarker)
     if (placed === 'granted') return this.slots.granted(slot)
     if (placed === undefined) {
       this.slots.forget(slot)
@@ -356,15 +410,15 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     return busyIn(read.line, request.queueTtlMs)
   }
 
-  private onChange(watch: NameWatch, key: string, revision: bigint, deleted: boolean): void {
+  private onChange(watch: NameWatch, key: string, change: Change): void {
     watch.changed.delete(key)
-    watch.changed.set(key, { revision, deleted })
+    watch.changed.set(key, change)
     if (watch.changed.size > CHANGES_KEPT) watch.changed.delete(watch.changed.keys().next().value!)
     for (const slot of watch.slots) {
       if (slot.id === key) {
-        if (deleted) this.slots.gone(slot, 'the store dropped it (released by force, or this client\'s etcd lease ended)')
-      } else if (!slot.held && slot.blockers.has(key)) {
-        void this.slots.recheck(slot)
+        if (change.deleted) this.slots.gone(slot, 'the store dropped it (released by force, or this client\'s etcd lease ended)')
+      } else if (!slot.held && slot.seenAt !== undefined && change.revision > slot.seenAt && this.apply(slot, key, change)) {
+        this.settle(slot)
       }
     }
   }
@@ -381,13 +435,13 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   private watchName(name: string): NameWatch {
     let watch = this.names.get(name)
     if (watch) return watch
-    const changed = new Map<string, { revision: bigint; deleted: boolean }>()
+    const changed = new Map<string, Change>()
     const ready = this.client.watch().prefix(this.linePrefix(name)).create()
     const created: NameWatch = { ready, slots: new Set(), changed }
     watch = created
     ready.then((watcher) => {
-      watcher.on('put', (kv) => this.onChange(created, kv.key.toString(), BigInt(kv.mod_revision), false))
-      watcher.on('delete', (kv) => this.onChange(created, kv.key.toString(), BigInt(kv.mod_revision), true))
+      watcher.on('put', (kv) => this.onChange(created, kv.key.toString(), { revision: BigInt(kv.mod_revision), deleted: false, value: kv.value.toString() }))
+      watcher.on('delete', (kv) => this.onChange(created, kv.key.toString(), { revision: BigInt(kv.mod_revision), deleted: true, value: '' }))
     }, () => {
       if (this.names.get(name) === created) this.names.delete(name)
     })
