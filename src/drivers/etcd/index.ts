@@ -5,7 +5,7 @@ import type {
 } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
-import { blockersOf, conflictIn, decodeEntry, encodeEntry, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
+import { blockersOf, conflictIn, decodeEntry, encodeEntry, noLockDelay, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
 import { busyIn, newSlot, Slots, type Slot, type SlotStore } from '../sequenced/slots.js'
 import { etcdFailure, etcdTarget, openEtcd, type EtcdTarget } from './connection.js'
 
@@ -128,6 +128,8 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     const known = this.slots.get(request.owner)
     if (known?.held) return this.slots.granted(known)
     if (known) return this.refreshWaiter(known, request)
+    const noDelay = noLockDelay('etcd', request)
+    if (noDelay) return { status: 'conflict', detail: noDelay }
 
     const watch = this.watchName(request.name)
     await this.guard(watch.ready)

@@ -93,3 +93,10 @@ export function decodeEntry(id: string, token: bigint, value: string, foreignOwn
 export function summaryOf(entry: LineEntry, expiresAt: number): HolderSummary {
   return { owner: entry.owner, token: entry.token, mode: entry.mode, expiresAt }
 }
+
+/** Why a consensus store refuses a lock delay, as a conflict detail (the core throws INVALID_ARGUMENT). */
+export function noLockDelay(store: string, request: { name: string; lockDelayMs: number }): string | undefined {
+  if (request.lockDelayMs <= 0) return undefined
+  return `the ${store} store has no lock delay ("lockDelay" on "${request.name}"): a crashed client's holds end with its ` +
+    `${store === 'etcd' ? 'lease' : 'session'}, and nothing may outlive it; use lockDelay 0 (fencing tokens protect the resource instead)`
+}

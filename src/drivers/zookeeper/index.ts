@@ -5,7 +5,7 @@ import type {
 } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
-import { conflictIn, decodeEntry, encodeEntry, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
+import { conflictIn, decodeEntry, encodeEntry, noLockDelay, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
 import { busyIn, newSlot, Slots, type Slot, type SlotStore } from '../sequenced/slots.js'
 import { CreateMode, ensureChroot, errorCode, Exception, ZkSession, zkFailure, zkTarget, type ZkTarget } from './session.js'
 
@@ -59,6 +59,8 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       this.slots.keepWaiting(known, request.queueTtlMs)
       return { status: 'busy', retryAfterMs: Math.max(1, request.queueTtlMs) }
     }
+    const noDelay = noLockDelay('ZooKeeper', request)
+    if (noDelay) return { status: 'conflict', detail: noDelay }
     const session = await this.sessionFor(request.ttlMs)
     if (session.timeoutMs < request.ttlMs) {
       return {
