@@ -79,6 +79,11 @@ export function backendUnavailable(store: string, cause: unknown): BatonError {
   return new BatonError('BACKEND_UNAVAILABLE', message, { cause })
 }
 
+/** The store refused the credentials (or asked for some): not retryable, names the user, never the password. */
+export function unauthorized(store: string, message: string, cause?: unknown): BatonError {
+  return new BatonError('UNAUTHORIZED', `the ${store} refused the connection: ${message}`, { cause })
+}
+
 export function leaseLost(name: string, why: string): BatonError {
   return new BatonError('LEASE_LOST', `the hold on "${name}" was lost: ${why}`, { lockName: name })
 }

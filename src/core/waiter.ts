@@ -124,7 +124,10 @@ export async function obtain(
     if (stop) return giveUp(driver, request, stop)
     const now = monotonicNow()
     if (now >= deadline) return giveUp(driver, request, lockTimeout(request.name, Math.round(now - started), result.holder))
-    const sleepMs = Math.max(1, Math.min(result.retryAfterMs, attempt.queueTtlMs / 3, deadline - now))
+    // The line entry is refreshed every queueTtl/3 or a little sooner: a jitter
+    // keeps waiters that joined together from refreshing in lockstep.
+    const refreshMs = (attempt.queueTtlMs / 3) * (1 - Math.random() / 5)
+    const sleepMs = Math.max(1, Math.min(result.retryAfterMs, refreshMs, deadline - now))
     let timer: NodeJS.Timeout | undefined
     let wake!: () => void
     await new Promise<void>((resolve) => {

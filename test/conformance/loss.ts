@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { isBatonError } from '../../src/index.js'
-import { aborted, nextEvent, sleep, type SuiteContext } from './context.js'
+import { isBatonError, type Lease } from '../../src/index.js'
+import { aborted, nextEvent, nextRelease, sleep, withTimeout, type SuiteContext } from './context.js'
 import type { WaitEvent } from '../../src/core/events.js'
+import type { AcquireRequest, ExtendResult } from '../../src/core/driver.js'
+import { newClientId, newOwnerId } from '../../src/core/owner.js'
 import { ms } from '../harness/timing.js'
 
 export function loss(ctx: SuiteContext): void {
@@ -30,6 +32,30 @@ export function loss(ctx: SuiteContext): void {
         assert.match(reason.message, /force/)
       })
       assert.equal(await admin.forceRelease(name), false)
+    })
+
+    it('a forced release frees the name: nobody is granted by it, a dead waiter at the head of a fair line never gets it', async () => {
+      const [a, b, admin] = [await ctx.client(), await ctx.client(), await ctx.client()]
+      const name = ctx.name('loss-force-line')
+      const lock = a.mutex(name, { fair: true, ttl: '30s' })
+      const holder = await lock.acquire()
+      // A waiter whose process died: its line entry is there, nobody will ever retry or release it.
+      const dead = deadWaiter(name)
+      assert.equal((await b.driver.acquire(dead)).status, 'busy')
+      const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      const live = b.mutex(name, { fair: true, ttl: '30s' }).acquire({ wait: ms(10_000) })
+      await queued
+      assert.deepEqual((await admin.inspect(name))?.waiters.map((w) => w.owner)[0], dead.owner)
+
+      assert.equal(await admin.forceRelease(name), true)
+      const reason = await aborted(holder.signal, ms(5000))
+      assert.ok(isBatonError(reason, 'LEASE_LOST'))
+      const lease = await live // woken to retry at once, not after the dead entry's 60 s
+      const view = await admin.inspect(name)
+      assert.deepEqual(view?.holders.map((h) => h.owner), [lease.owner], 'the live waiter holds it, the dead one never did')
+      assert.ok(lease.token > holder.token)
+      await lease.release()
+      await b.driver.release(dead)
     })
 
     it('a forced release racing a hand-over is never lost: the new lease is held in the store, or its signal fired', async () => {
@@ -80,6 +106,34 @@ export function loss(ctx: SuiteContext): void {
       assert.ok(lostAt <= storeEnd, `the signal fired ${lostAt - storeEnd} ms after the store let the lease go`)
     })
 
+    it('a renewal whose answer arrives after the hold was declared lost leaves no hold behind', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('loss-late-renewal')
+      let lease: Lease | undefined
+      // The renewal runs in the store at once; its answer is held back until the client gave the hold up.
+      const extend = a.driver.extend.bind(a.driver)
+      let renewed!: (results: ExtendResult[]) => void
+      const storeRenewed = new Promise<ExtendResult[]>((resolve) => { renewed = resolve })
+      a.driver.extend = async (holds, ttlMs) => {
+        a.driver.extend = extend
+        const results = await extend(holds, ttlMs)
+        renewed(results)
+        await aborted(lease!.signal)
+        return results
+      }
+      const released = nextRelease(a)
+      lease = await a.mutex(name, { ttl: ms(900) }).acquire({ autoExtend: true })
+      const results = await withTimeout(storeRenewed, ms(5000), 'the watchdog to renew')
+      assert.deepEqual(results.map((r) => r.status), ['extended'], 'the store renewed it')
+      const reason = await aborted(lease.signal, ms(5000))
+      assert.ok(isBatonError(reason, 'LEASE_LOST'))
+      assert.equal(await withTimeout(released, ms(5000), 'the late-renewed hold to be released'), true)
+      assert.equal(await a.inspect(name), null)
+      const next = await b.mutex(name).tryAcquire()
+      assert.ok(next, 'the name is free at once, not a whole ttl later')
+      await next.release()
+    })
+
     it('the watchdog keeps a using() hold alive well past its ttl', async () => {
       const client = await ctx.client()
       const name = ctx.name('loss-watchdog')
@@ -118,5 +172,13 @@ function busyWait(forMs: number): void {
   const until = performance.now() + forMs
   while (performance.now() < until) {
     // Blocks the event loop on purpose.
+  }
+}
+
+/** A line entry as a client would leave it before dying (60 s ttl and line ttl). */
+function deadWaiter(name: string): AcquireRequest {
+  return {
+    name, kind: 'mutex', mode: 'exclusive', fair: true, permits: 1, lockDelayMs: 0,
+    owner: newOwnerId(newClientId()), ttlMs: 60_000, enqueue: true, queueTtlMs: 60_000, retry: false,
   }
 }
