@@ -140,5 +140,8 @@ export function storeError(target: PostgresTarget, cause: unknown): BatonError {
   if (code === '3D000') {
     return invalidArgument(`the database "${target.database}" does not exist on the ${target.label}; create it (CREATE DATABASE ...) or name another one in the URL path`, cause)
   }
-  return backendUnavailable(target.label, cause, code !== undefined)
+  return backendUnavailable(target.label, cause, code !== undefined && !UNAVAILABLE_STATES.test(code))
 }
+
+/** Connection exceptions (08…) and a server starting up or shutting down (57P0…): not an answer to the call. */
+const UNAVAILABLE_STATES = /^(08|57P0)/
