@@ -1,5 +1,6 @@
 import type { Scenario } from '../types.js'
 import { commands } from './commands.js'
+import { consensusScenarios } from './consensus.js'
 import { fairCommands } from './fair-commands.js'
 import { fairHandoff } from './fair-handoff.js'
 import { handoff } from './handoff.js'
@@ -19,4 +20,5 @@ export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
   fairHandoff, fairCommands, rwlockReaders, semaphore,
   pgUncontended, pgHandoff, pgStatements,
+  ...consensusScenarios,
 ]

@@ -33,6 +33,7 @@ export class Keeper {
   /** take() calls not yet settled: close() waits for them to undo what they did in the store. */
   private taking = 0
   private drained: (() => void) | undefined
+  private drain: Promise<void> | undefined
 
   constructor(readonly driver: Driver, readonly clientId: string) {
     // Every waiter listens to it; that is not a leak.
@@ -52,58 +53,54 @@ export class Keeper {
     this.checkOpen()
     this.taking++
     try {
-      return await this.takeOpen(spec, options)
+      if (options.reentrant) {
+        const scope = scopeInFlow(this.clientId, spec.name)
+        if (scope) {
+          const lease = await this.reenter(scope, spec, options)
+          if (lease !== undefined) return lease
+        }
+      }
+
+      const owner = newOwnerId(this.clientId)
+      const route = new WakeRoute()
+      const unwatch = this.driver.watch(spec.name, owner, route.deliver)
+      const started = monotonicNow()
+      // One object serves as every attempt's request and then as the hold's ref.
+      // Spelled out, not spread: V8 turns `{ ...spec, more }` into a slow
+      // dictionary object, which cost more than the rest of an acquire.
+      const request: AttemptRequest & { token: bigint } = {
+        name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
+        lockDelayMs: spec.lockDelayMs, owner, ttlMs: options.ttlMs, enqueue: false, queueTtlMs: 0, retry: false, token: 0n,
+      }
+      let grant
+      try {
+        grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closing.signal)
+      } catch (error) {
+        unwatch()
+        throw error
+      }
+      if (!grant) {
+        unwatch()
+        return null
+      }
+      if (this.closed) {
+        // close() came while the grant was on its way: leave nothing behind.
+        unwatch()
+        await this.driver.release(request).catch(() => {})
+        this.checkOpen()
+      }
+      request.token = grant.token
+      const hold = new Hold(this.driver, request, grant, this, unwatch)
+      this.live.set(owner, hold)
+      route.to(hold)
+      if (options.autoExtend) this.watchdog.add(hold)
+      if (channels.acquire.hasSubscribers) {
+        channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff })
+      }
+      return new Lease(hold, this.clientId, spec.mode, hold.turns.enter(hold, undefined))
     } finally {
       if (--this.taking === 0) this.drained?.()
     }
-  }
-
-  private async takeOpen(spec: LockSpec, options: TakeOptions): Promise<Lease | null> {
-    if (options.reentrant) {
-      const scope = scopeInFlow(this.clientId, spec.name)
-      if (scope) {
-        const lease = await this.reenter(scope, spec, options)
-        if (lease !== undefined) return lease
-      }
-    }
-
-    const owner = newOwnerId(this.clientId)
-    const route = new WakeRoute()
-    const unwatch = this.driver.watch(spec.name, owner, route.deliver)
-    const started = monotonicNow()
-    // One object serves as every attempt's request and then as the hold's ref.
-    // Spelled out, not spread: V8 turns `{ ...spec, more }` into a slow
-    // dictionary object, which cost more than the rest of an acquire.
-    const request: AttemptRequest & { token: bigint } = {
-      name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
-      lockDelayMs: spec.lockDelayMs, owner, ttlMs: options.ttlMs, enqueue: false, queueTtlMs: 0, retry: false, token: 0n,
-    }
-    let grant
-    try {
-      grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closing.signal)
-    } catch (error) {
-      unwatch()
-      throw error
-    }
-    if (!grant) {
-      unwatch()
-      return null
-    }
-    if (this.closed) {
-      // close() came while the grant was on its way: leave nothing behind.
-      unwatch()
-      await this.driver.release(request).catch(() => {})
-      this.checkOpen()
-    }
-    request.token = grant.token
-    const hold = new Hold(this.driver, request, grant, this, unwatch)
-    this.live.set(owner, hold)
-    route.to(hold)
-    if (options.autoExtend) this.watchdog.add(hold)
-    if (channels.acquire.hasSubscribers) {
-      channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff })
-    }
-    return new Lease(hold, this.clientId, spec.mode, hold.turns.enter(hold, undefined))
   }
 
   /** Called by a hold when it ends (released or lost). */
@@ -189,6 +186,6 @@ export class Keeper {
   async close(): Promise<void> {
     if (!this.closed) this.closing.abort(clientClosed())
     this.watchdog.close()
-    if (this.taking > 0) await new Promise<void>((resolve) => { this.drained = resolve })
+    if (this.taking > 0) await (this.drain ??= new Promise<void>((resolve) => { this.drained = resolve }))
   }
 }

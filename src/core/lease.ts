@@ -90,15 +90,26 @@ export class Hold implements ScopedHold {
     // be working, so the store keeps the hold to its end (and lock delay after).
   }
 
+  /**
+   * Releases the hold in the store. A release that failed (the store did not
+   * answer) is tried again by the next call; one that succeeded, or a hold
+   * that was lost, makes further calls no-ops.
+   */
   async release(): Promise<void> {
-    if (this.state !== 'held') return
+    if (this.state === 'lost' || this.releasedInStore) return
     this.keeper.checkOpen()
-    this.state = 'released'
-    this.stop()
+    if (this.state === 'held') {
+      this.state = 'released'
+      this.stop()
+      if (channels.release.hasSubscribers) channels.release.publish(this.event())
+    }
+    // Calls that overlap may both reach the store: release is idempotent there.
     if (this.renewing) await this.renewing.catch(() => {})
-    if (channels.release.hasSubscribers) channels.release.publish(this.event())
     await this.driver.release(this.ref)
+    this.releasedInStore = true
   }
+
+  private releasedInStore = false
 
   /**
    * The last write handle went while read handles remain: keep only a read
@@ -124,6 +135,12 @@ export class Hold implements ScopedHold {
 
   applyExtend(result: { status: 'extended'; ttlMs: number } | { status: 'lost' }, sentAt: number, ttlMs: number): void {
     if (result.status === 'lost') return this.lose('the store no longer has it (it expired or was taken over)')
+    if (this.state === 'lost') {
+      // The renewal landed after this client declared the hold lost (and told
+      // its user to stop): nobody would release what it renewed, so do it now.
+      this.driver.release(this.ref).catch(() => {})
+      return
+    }
     this.ttlMs = ttlMs
     this.confirm(sentAt, result.ttlMs)
     if (channels.extend.hasSubscribers) channels.extend.publish(this.event())
@@ -198,9 +215,16 @@ export class Lease implements AsyncDisposable {
     await this.hold.extend(ttlMs)
   }
 
-  /** Releases this handle; the store hold goes when the last reentrant handle does. Idempotent. */
+  /**
+   * Releases this handle; the store hold goes when the last reentrant handle
+   * does. Idempotent; after a release that failed (BACKEND_UNAVAILABLE), a
+   * second call tries the store again.
+   */
   async release(): Promise<void> {
-    if (this.released) return
+    if (this.released) {
+      if (this.hold.count === 0) await this.hold.release()
+      return
+    }
     this.released = true
     this.hold.turns.leave(this.entry)
     this.hold.count -= 1

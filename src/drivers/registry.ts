@@ -12,6 +12,9 @@ const FACTORIES: Record<string, () => Promise<DriverFactory>> = {
   'redis+cluster': async () => (await import('./redis/index.js')).createRedisDriver,
   'postgres': async () => (await import('./postgres/index.js')).createPostgresDriver,
   'postgresql': async () => (await import('./postgres/index.js')).createPostgresDriver,
+  'etcd': async () => (await import('./etcd/index.js')).createEtcdDriver,
+  'etcds': async () => (await import('./etcd/index.js')).createEtcdDriver,
+  'zk': async () => (await import('./zookeeper/index.js')).createZkDriver,
 }
 
 export const knownSchemes = (): string[] => Object.keys(FACTORIES).map((s) => `${s}://`)

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { isBatonError } from '../../src/index.js'
-import { aborted, nextEvent, sleep, type SuiteContext } from './context.js'
+import { isBatonError, type Lease } from '../../src/index.js'
+import { aborted, nextEvent, nextRelease, sleep, withTimeout, type SuiteContext } from './context.js'
 import type { WaitEvent } from '../../src/core/events.js'
-import type { AcquireRequest } from '../../src/core/driver.js'
+import type { AcquireRequest, ExtendResult } from '../../src/core/driver.js'
 import { newClientId, newOwnerId } from '../../src/core/owner.js'
 import { ms } from '../harness/timing.js'
 
@@ -104,6 +104,34 @@ export function loss(ctx: SuiteContext): void {
       const lostAt = Date.now()
       // Both are epoch ms of this machine's clock (the store runs here).
       assert.ok(lostAt <= storeEnd, `the signal fired ${lostAt - storeEnd} ms after the store let the lease go`)
+    })
+
+    it('a renewal whose answer arrives after the hold was declared lost leaves no hold behind', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('loss-late-renewal')
+      let lease: Lease | undefined
+      // The renewal runs in the store at once; its answer is held back until the client gave the hold up.
+      const extend = a.driver.extend.bind(a.driver)
+      let renewed!: (results: ExtendResult[]) => void
+      const storeRenewed = new Promise<ExtendResult[]>((resolve) => { renewed = resolve })
+      a.driver.extend = async (holds, ttlMs) => {
+        a.driver.extend = extend
+        const results = await extend(holds, ttlMs)
+        renewed(results)
+        await aborted(lease!.signal)
+        return results
+      }
+      const released = nextRelease(a)
+      lease = await a.mutex(name, { ttl: ms(900) }).acquire({ autoExtend: true })
+      const results = await withTimeout(storeRenewed, ms(5000), 'the watchdog to renew')
+      assert.deepEqual(results.map((r) => r.status), ['extended'], 'the store renewed it')
+      const reason = await aborted(lease.signal, ms(5000))
+      assert.ok(isBatonError(reason, 'LEASE_LOST'))
+      assert.equal(await withTimeout(released, ms(5000), 'the late-renewed hold to be released'), true)
+      assert.equal(await a.inspect(name), null)
+      const next = await b.mutex(name).tryAcquire()
+      assert.ok(next, 'the name is free at once, not a whole ttl later')
+      await next.release()
     })
 
     it('the watchdog keeps a using() hold alive well past its ttl', async () => {

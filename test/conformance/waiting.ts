@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { isBatonError, type Baton, type Lease } from '../../src/index.js'
-import { aborted, countEvents, nextEvent, sleep, withTimeout, type SuiteContext } from './context.js'
+import { aborted, countEvents, nextEvent, nextRelease, sleep, withTimeout, type SuiteContext } from './context.js'
 import type { AcquireEvent, WaitEvent } from '../../src/core/events.js'
 import { ms } from '../harness/timing.js'
 
@@ -32,22 +32,6 @@ function holdReplies(client: Baton): { sent: Promise<void>; open: () => void } {
     return result
   }
   return { sent: first, open: () => { driver.acquire = original; open() } }
-}
-
-/** Resolves `next` when the client's driver is next asked to release something. */
-function releaseCalls(client: Baton): { next: Promise<boolean> } {
-  const driver = client.driver
-  const original = driver.release.bind(driver)
-  return {
-    next: new Promise((resolve, reject) => {
-      driver.release = (hold) => {
-        driver.release = original
-        const done = original(hold)
-        done.then(resolve, reject)
-        return done
-      }
-    }),
-  }
 }
 
 export function waiting(ctx: SuiteContext): void {
@@ -116,14 +100,14 @@ export function waiting(ctx: SuiteContext): void {
         const holder = busy ? await a.mutex(name).acquire() : undefined
         // The store answers this client's attempts only when the gate opens.
         const gate = holdReplies(b)
-        const released = releaseCalls(b)
+        const released = nextRelease(b)
         const controller = new AbortController()
         const waiting = b.mutex(name).acquire({ signal: controller.signal })
         await gate.sent
         controller.abort(new Error('shutting down'))
         await withTimeout(assert.rejects(waiting, (e) => isBatonError(e, 'ABORTED')), ms(5000), 'ABORTED with the attempt still in flight')
         gate.open()
-        await withTimeout(released.next, ms(5000), 'the aborted attempt to be undone')
+        await withTimeout(released, ms(5000), 'the aborted attempt to be undone')
         const view = await a.inspect(name)
         assert.deepEqual(view?.waiters ?? [], [], 'no line entry is left')
         assert.deepEqual(view?.holders.map((h) => h.owner) ?? [], holder ? [holder.owner] : [], 'no hold is left')
