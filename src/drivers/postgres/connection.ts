@@ -66,7 +66,10 @@ export function postgresTarget(url: StoreUrl, options: DriverOptions): PostgresT
     application_name: 'baton',
     connectionTimeoutMillis: options.connectTimeoutMs,
     query_timeout: options.commandTimeoutMs,
+    // A server gone without a word (a partition, a VM stopped) is noticed by
+    // the idle LISTEN connection after about 10 s plus the kernel's probes.
     keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   }
   return { client, poolSize, schema, user, database, display: url.display, label: `postgres store at ${url.display}` }
 }
