@@ -128,6 +128,19 @@ describe('zookeeper faults', () => {
     await again.release()
   })
 
+  it('closing a client ends its session: its holds end at once and their signals fire', async () => {
+    const url = `zk://${single.hosts}`
+    const closing = await connect(url)
+    const name = 'faults/closed'
+    const lease = await closing.mutex(name, { ttl: ms(10_000) }).acquire()
+    await closing.close()
+    const reason = await aborted(lease.signal, ms(5000))
+    assert.ok(isBatonError(reason, 'LEASE_LOST'), String(reason))
+    const next = await (await client(url)).mutex(name).acquire({ wait: ms(5000) })
+    assert.ok(next.token > lease.token)
+    await next.release()
+  })
+
   it('bad URLs get INVALID_ARGUMENT', async () => {
     for (const bad of ['zk://', 'zk://127.0.0.1:2181/bad//chroot', 'zk://127.0.0.1:2181?colour=blue', 'zk://h:70000']) {
       await assert.rejects(connect(bad), (e) => isBatonError(e, 'INVALID_ARGUMENT'), bad)
