@@ -7,6 +7,7 @@ import { handoff } from './handoff.js'
 import { memoryStore } from './memory-store.js'
 import { memory } from './memory.js'
 import { parallel } from './parallel.js'
+import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
 import { uncontended } from './uncontended.js'
@@ -18,5 +19,6 @@ import { uncontended } from './uncontended.js'
 export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
   fairHandoff, fairCommands, rwlockReaders, semaphore,
+  pgUncontended, pgHandoff, pgStatements,
   ...consensusScenarios,
 ]

@@ -103,22 +103,13 @@ export class Hold implements ScopedHold {
       this.stop()
       if (channels.release.hasSubscribers) channels.release.publish(this.event())
     }
-    this.releasing ??= this.releaseInStore()
-    await this.releasing
+    // Calls that overlap may both reach the store: release is idempotent there.
+    if (this.renewing) await this.renewing.catch(() => {})
+    await this.driver.release(this.ref)
+    this.releasedInStore = true
   }
 
   private releasedInStore = false
-  private releasing: Promise<void> | undefined
-
-  private async releaseInStore(): Promise<void> {
-    try {
-      if (this.renewing) await this.renewing.catch(() => {})
-      await this.driver.release(this.ref)
-      this.releasedInStore = true
-    } finally {
-      this.releasing = undefined
-    }
-  }
 
   /**
    * The last write handle went while read handles remain: keep only a read

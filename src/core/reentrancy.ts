@@ -43,7 +43,8 @@ export class Turns {
   leave(entry: Reentry): void {
     if (!entry.open) return
     entry.open = false
-    this.stack.splice(this.stack.indexOf(entry), 1)
+    if (this.stack[this.stack.length - 1] === entry) this.stack.pop()
+    else this.stack.splice(this.stack.indexOf(entry), 1)
     this.wakeAll()
   }
 
@@ -68,6 +69,7 @@ export class Turns {
   }
 
   wakeAll(): void {
+    if (this.waiting.length === 0) return
     const waiting = this.waiting
     this.waiting = []
     for (const wake of waiting) wake()

@@ -65,8 +65,6 @@ export async function obtain(
   const started = monotonicNow()
   const deadline = started + waitMs
   if (signal?.aborted) throw aborted(request.name, signal.reason)
-  const stopped = (): BatonError | undefined =>
-    closing.aborted ? (closing.reason as BatonError) : signal?.aborted ? aborted(request.name, signal.reason) : undefined
   attempt.enqueue = waitMs > 0
   attempt.queueTtlMs = Math.min(attempt.ttlMs, waitMs + 50)
   attempt.retry = false
@@ -120,7 +118,7 @@ export async function obtain(
     }
 
     // Sleep until something can have changed.
-    const stop = stopped()
+    const stop = stopReason(request, signal, closing)
     if (stop) return giveUp(driver, request, stop)
     const now = monotonicNow()
     if (now >= deadline) return giveUp(driver, request, lockTimeout(request.name, Math.round(now - started), result.holder))
@@ -144,7 +142,7 @@ export async function obtain(
     closing.removeEventListener('abort', wake)
 
     const granted = grantIn(route.take())
-    const stopNow = stopped()
+    const stopNow = stopReason(request, signal, closing)
     if (stopNow) return giveUp(driver, request, stopNow)
     // Counted from before the store granted, never from when the wake-up was
     // processed (an event-loop stall would push the deadline past the store's).
@@ -188,6 +186,12 @@ async function giveUp(driver: Driver, request: AttemptRequest, error: BatonError
     // The line entry then expires by itself within its queue ttl.
   })
   throw stoppedError(driver, request, error)
+}
+
+/** Why waiting must end now (the client closed, the signal aborted), if it must. */
+function stopReason(request: AttemptRequest, signal: AbortSignal | undefined, closing: AbortSignal): BatonError | undefined {
+  if (closing.aborted) return closing.reason as BatonError
+  return signal?.aborted ? aborted(request.name, signal.reason) : undefined
 }
 
 /** Announces that this owner stops waiting, and returns `error` to throw. */

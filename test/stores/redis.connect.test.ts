@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { inspect } from 'node:util'
 import { connect, isBatonError } from '../../src/index.js'
 import { redisCommand, startRedis, stopAll, type RedisServer } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
@@ -44,10 +45,12 @@ describe('redis connect: credentials and databases', () => {
     assert.match(error.message, /requires a password/)
   })
 
-  it('the right credentials, with "@", "/" and ":" unescaped in the password, connect', async () => {
+  it('the right credentials, with "@", "/" and ":" unescaped in the password, connect; inspecting the client shows no password', async () => {
     for (const url of [at(`app:${APP_PASSWORD}@`), at(`:${PASSWORD}@`), at(`default:${encodeURIComponent(PASSWORD)}@`)]) {
       const baton = await connect(url)
       const lease = await baton.mutex('auth/ok').acquire()
+      const shown = inspect(baton, { depth: 20 }) + inspect(lease, { depth: 20 }) + JSON.stringify(await baton.inspect('auth/ok'), (_, v) => (typeof v === 'bigint' ? String(v) : v))
+      for (const secret of [PASSWORD, APP_PASSWORD, encodeURIComponent(PASSWORD)]) assert.ok(!shown.includes(secret), 'no password in inspect output')
       await lease.release()
       await baton.close()
     }

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
 import { connect, isBatonError, type Baton } from '../../src/index.js'
 import type { HoldRef } from '../../src/core/driver.js'
-import { aborted, sleep, withTimeout } from '../conformance/context.js'
+import { sleep, withTimeout } from '../conformance/context.js'
 import { dropOnce, isPush, startProxy, type Proxy } from '../harness/proxy.js'
 import { redisCommand, startRedis, stopAll, type RedisServer } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
@@ -167,26 +167,7 @@ describe('redis: downgrade races', () => {
   })
 })
 
-describe('redis: forced release and dead holders', () => {
-  it('forceRelease frees the name: holders lose it, nobody is granted by it, live waiters try again', async () => {
-    const [holderClient, waiterClient, deadClient] = [await client(), await client(), await client()]
-    const name = fresh('force')
-    const holder = await holderClient.mutex(name, { fair: true }).acquire()
-    // A waiter that will never come back (its process is gone) heads the line.
-    const dead = { name, kind: 'mutex', mode: 'exclusive', fair: true, permits: 1, lockDelayMs: 0, owner: 'deadbeef.gone1', ttlMs: ms(60_000), enqueue: true, queueTtlMs: ms(60_000), retry: false } as const
-    assert.equal((await deadClient.driver.acquire(dead)).status, 'busy')
-    const waiting = waiterClient.mutex(name, { fair: true }).acquire({ wait: ms(30_000) })
-    await waitUntil(async () => (await holderClient.inspect(name))?.waiters.length === 2)
-    assert.equal(await holderClient.forceRelease(name), true)
-    assert.ok(isBatonError(await aborted(holder.signal), 'LEASE_LOST'))
-    const info = await holderClient.inspect(name)
-    assert.equal(info?.holders.length ?? 0, 0, 'the dead head is not granted the name')
-    // The live waiter is next once the dead entry is dropped: leave the line for it.
-    await deadClient.driver.release(dead)
-    const lease = await waiting
-    await lease.release()
-  })
-
+describe('redis: dead holders', () => {
   it('after a holder dies, only the head of the line hits Redis at its lease end', async () => {
     const holderClient = await client()
     const waiterClient = await client()

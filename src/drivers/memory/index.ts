@@ -303,7 +303,10 @@ function isIdle(state: LockState, now: number): boolean {
 
 /** Modes of the holds and of the phantoms of expired holds (lock delay): both take their slot. */
 function heldModes(state: LockState): HoldMode[] {
-  return [...state.holders.values(), ...state.phantoms].map((h) => h.mode)
+  const modes: HoldMode[] = []
+  for (const holder of state.holders.values()) modes.push(holder.mode)
+  for (const phantom of state.phantoms) modes.push(phantom.mode)
+  return modes
 }
 
 function hasQueuedWriter(state: LockState): boolean {

@@ -19,22 +19,25 @@
     {0, retryAfterMs, holderMember, holderEnd}   busy (holder fields may be false)
     {-1, detail}                                 conflict: can never succeed as asked
 ]]
+--- @include "token"
+
+-- The exclusive fast path (see token.lua): nobody waits and the name is free.
+local mode = string.sub(ARGV[2], 1, 1)
+if (mode == 'x' or mode == 'w') and redis.call('EXISTS', KEYS[5], KEYS[1], KEYS[3]) == 0 then
+  local ttl, delay = tonumber(ARGV[3]), tonumber(ARGV[4])
+  local token = nextToken(KEYS[2], clock(), tonumber(ARGV[9]))
+  redis.call('SET', KEYS[5], memberOf(ARGV[1], ARGV[2], token, delay), 'PX', ttl + delay)
+  return {1, token, ttl}
+end
+
 --- @include "basics"
 
 local owner, spec = ARGV[1], ARGV[2]
 local ttl, delay, fenceTtl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[9])
-local mode = modeOf(spec)
 
--- Fast paths: nobody waits, and the name is free (exclusive) or shared by
+-- The shared fast path: nobody waits, and the name is free or shared by
 -- live holds of the very same kind and permit count (read, permit).
-if isExclusive(mode) then
-  if redis.call('EXISTS', KEYS[5], KEYS[1], KEYS[3]) == 0 then
-    local us = clock()
-    local token = nextToken(KEYS[2], us, fenceTtl)
-    redis.call('SET', KEYS[5], memberOf(owner, spec, token, delay), 'PX', ttl + delay)
-    return {1, token, ttl}
-  end
-elseif redis.call('EXISTS', KEYS[5], KEYS[3]) == 0 then
+if not isExclusive(mode) and redis.call('EXISTS', KEYS[5], KEYS[3]) == 0 then
   local us, now = clock()
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   local base = string.gsub(spec, 'f$', '')

@@ -11,6 +11,7 @@
 
   Returns 1, or 0 when the hold is gone.
 ]]
+--- @include "token"
 --- @include "basics"
 --- @include "lib"
 

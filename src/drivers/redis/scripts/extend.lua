@@ -10,6 +10,7 @@
 
   Returns the ttl set, or 0 when the hold is gone (expired, forced, replaced).
 ]]
+--- @include "token"
 --- @include "basics"
 
 local member = ARGV[1]

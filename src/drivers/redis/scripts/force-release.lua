@@ -1,8 +1,10 @@
 --[[
   force-release: admin; frees a name at once. Drops every hold (lock delay
   included) and tells each holder on its client's channel ("l"), grants the
-  name to nobody, and tells every live waiter to try again now ("r"), so the
-  line order decides who gets it. Keys holding what baton did not write are
+  name to nobody, empties the line and tells every live waiter to try again
+  now ("r"): they line up again in the order they come back, and a waiter
+  that died (nobody answers its "r") is gone at once instead of heading the
+  line until its entry goes stale. The memory store does the same. Keys holding what baton did not write are
   deleted (the fencing counter too: the clock floor keeps tokens increasing).
 
   KEYS[1] shared   KEYS[2] token   KEYS[3] line   KEYS[4] lineinfo   KEYS[5] exclusive
@@ -10,6 +12,7 @@
 
   Returns the number of holds (and foreign values) dropped.
 ]]
+--- @include "token"
 --- @include "basics"
 --- @include "lib"
 
@@ -40,6 +43,7 @@ for _, waiter in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
     end
   end
 end
+redis.call('DEL', KEYS[3], KEYS[4])
 for _, client in ipairs(clients) do
   wake(channelPrefix, byClient[client][1], 'r|' .. table.concat(byClient[client], '|'))
 end

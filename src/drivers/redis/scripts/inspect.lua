@@ -8,6 +8,7 @@
   Returns {now, lastToken, {member, blockedUntil, ...}, {owner, info, ...}}
   (holds in their lock delay included; the caller compares times).
 ]]
+--- @include "token"
 --- @include "basics"
 --- @include "lib"
 

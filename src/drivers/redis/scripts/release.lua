@@ -30,6 +30,7 @@ if member ~= '' then
   if redis.call('EXISTS', KEYS[3]) == 0 then return released end
 end
 
+--- @include "token"
 --- @include "basics"
 --- @include "lib"
 
