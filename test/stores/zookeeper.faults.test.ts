@@ -29,7 +29,9 @@ async function client(url: string): Promise<Baton> {
 }
 
 before(async () => {
-  ;[ensemble, single] = await Promise.all([startZookeeperEnsemble(3), startZookeeper()])
+  // One after the other: four JVMs starting at once can miss the start-up deadline on a loaded machine.
+  ensemble = await startZookeeperEnsemble(3)
+  single = await startZookeeper()
 })
 after(async () => {
   await Promise.allSettled(clients.map((c) => c.close()))
