@@ -8,6 +8,7 @@ import { memory } from './memory.js'
 import { parallel } from './parallel.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
+import { server } from './server.js'
 import { uncontended } from './uncontended.js'
 
 /**
@@ -16,5 +17,5 @@ import { uncontended } from './uncontended.js'
  */
 export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
-  fairHandoff, fairCommands, rwlockReaders, semaphore,
+  fairHandoff, fairCommands, rwlockReaders, semaphore, server,
 ]
