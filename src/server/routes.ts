@@ -201,7 +201,7 @@ async function waitFor(
   ctx.waiting.add(controller)
   // Through the keeper rather than handle.acquire() for the "in line" callback.
   const done = ctx.baton.keeper.take(handle.spec, {
-    ttlMs, waitMs, signal: controller.signal, autoExtend: false, reentrant: false, ...(onWaiting ? { onWaiting } : {}),
+    ttlMs, waitMs, signal: controller.signal, autoExtend: false, reentrant: false, nullIfBusy: false, ...(onWaiting ? { onWaiting } : {}),
   })
   if (waitId !== undefined) ctx.waits.set(waitId, { controller, done })
   try {
