@@ -19,7 +19,7 @@ export interface TakeOptions {
   /** When busy and `waitMs` is 0: resolve null (tryAcquire) instead of LOCK_TIMEOUT. */
   nullIfBusy: boolean
   /** Internal (lock server): called once when the owner is in the store's line. */
-  onWaiting?: () => void
+  onWaiting?: (owner: string) => void
 }
 
 /**
