@@ -106,6 +106,17 @@ async function handover(server: BatonServer, count: number): Promise<Samples> {
   return samples
 }
 
+/** One plain request's round trip (GET /healthz), for scale: a hand-over is a release request plus the wake-up. */
+async function roundTrip(base: string, count: number): Promise<Samples> {
+  const samples = new Samples()
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now()
+    await fetch(`${base}/healthz`).then((r) => r.arrayBuffer())
+    samples.push(performance.now() - t0)
+  }
+  return samples
+}
+
 async function heapUsed(base: string): Promise<number> {
   const text = await (await fetch(`${base}/metrics`)).text()
   return Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(text)?.[1] ?? NaN)
@@ -156,6 +167,7 @@ export const server: Scenario = {
         libPairs.push(await libraryPairs(ctx.redisUrl, seconds))
       }
       const handovers = await handover(memoryServer, ctx.pick(300, 50))
+      const plain = await roundTrip(memoryServer.base, ctx.pick(300, 50))
       const perLock = await memoryPerLock(ctx.pick(100_000, 20_000))
 
       const memRatio = median(memPairs) / median(bare)
@@ -164,7 +176,7 @@ export const server: Scenario = {
       rows.push(
         { figure: 'server pairs/s, memory store', baton: fmtRate(median(memPairs)), other: `bare node:http ${fmtRate(median(bare))} requests`, ratio: fmtRatio(memRatio), target: '≥ 0.35×', met: memRatio >= 0.35 },
         { figure: 'server pairs/s, Redis store', baton: fmtRate(median(redisPairs)), other: `library on Redis ${fmtRate(median(libPairs))} pairs`, ratio: fmtRatio(redisRatio), target: '≥ 0.5×', met: redisRatio >= 0.5 },
-        { figure: 'server long-poll hand-over p50', baton: fmtMs(p50), other: '', ratio: '', target: '≤ 2 ms', met: p50 <= 2 },
+        { figure: 'server long-poll hand-over p50', baton: fmtMs(p50), other: `one GET /healthz round trip p50 ${fmtMs(plain.percentile(50))}`, ratio: '', target: '≤ 2 ms', met: p50 <= 2 },
         { figure: 'server heap per held lock (memory store)', baton: fmtBytes(perLock), other: '', ratio: '', target: '≤ 1 KB', met: perLock <= 1024 },
       )
       const markdown = [
