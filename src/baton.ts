@@ -28,6 +28,8 @@ export interface LockView {
   holders: HolderView[]
   waiters: { owner: string; mode: HoldMode }[]
   lastToken: bigint
+  /** How the store bent the settings asked for (e.g. a lease floor), when it did. */
+  note?: string
 }
 
 /** A client of one store. Create it with connect(). */
@@ -152,6 +154,7 @@ export class Baton {
       holders: info.holders.map((h) => ({ ...h, count: this.keeper.countOf(h.owner) })),
       waiters: info.waiters.map((w) => ({ ...w })),
       lastToken: info.lastToken,
+      ...(info.note !== undefined ? { note: info.note } : {}),
     }
   }
 }

@@ -36,7 +36,7 @@ export interface PeerOptions {
 
 export interface PeerDef {
   readonly id: string
-  readonly store: 'redis' | 'memory' | 'postgres'
+  readonly store: 'redis' | 'memory' | 'postgres' | 'etcd' | 'zookeeper'
   label(profile: Profile): string
   create(options: PeerOptions): Promise<Contender>
 }

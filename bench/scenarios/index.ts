@@ -1,5 +1,6 @@
 import type { Scenario } from '../types.js'
 import { commands } from './commands.js'
+import { consensusScenarios } from './consensus.js'
 import { fairCommands } from './fair-commands.js'
 import { fairHandoff } from './fair-handoff.js'
 import { handoff } from './handoff.js'
@@ -9,6 +10,7 @@ import { parallel } from './parallel.js'
 import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
+import { server } from './server.js'
 import { uncontended } from './uncontended.js'
 
 /**
@@ -19,4 +21,5 @@ export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
   fairHandoff, fairCommands, rwlockReaders, semaphore,
   pgUncontended, pgHandoff, pgStatements,
+  ...consensusScenarios, server,
 ]

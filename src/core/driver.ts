@@ -126,6 +126,13 @@ export interface LockInfo {
   readonly waiters: readonly { readonly owner: string; readonly mode: HoldMode }[]
   /** Highest token granted so far for this name. */
   readonly lastToken: bigint
+  /**
+   * How the store bends what was asked, when it does (a lease floor that
+   * raises short ttls, for instance). Optional: stores that keep every
+   * setting exactly leave it out. Added for etcd and ZooKeeper, whose lease
+   * and session floors must be shown, never applied silently.
+   */
+  readonly note?: string
 }
 
 export interface Capabilities {

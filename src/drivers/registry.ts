@@ -12,6 +12,11 @@ const FACTORIES: Record<string, () => Promise<DriverFactory>> = {
   'redis+cluster': async () => (await import('./redis/index.js')).createRedisDriver,
   'postgres': async () => (await import('./postgres/index.js')).createPostgresDriver,
   'postgresql': async () => (await import('./postgres/index.js')).createPostgresDriver,
+  'etcd': async () => (await import('./etcd/index.js')).createEtcdDriver,
+  'etcds': async () => (await import('./etcd/index.js')).createEtcdDriver,
+  'zk': async () => (await import('./zookeeper/index.js')).createZkDriver,
+  'http': async () => (await import('./http/index.js')).createHttpDriver,
+  'https': async () => (await import('./http/index.js')).createHttpDriver,
 }
 
 export const knownSchemes = (): string[] => Object.keys(FACTORIES).map((s) => `${s}://`)
