@@ -10,6 +10,7 @@ import { parallel } from './parallel.js'
 import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
+import { server } from './server.js'
 import { uncontended } from './uncontended.js'
 
 /**
@@ -20,5 +21,5 @@ export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
   fairHandoff, fairCommands, rwlockReaders, semaphore,
   pgUncontended, pgHandoff, pgStatements,
-  ...consensusScenarios,
+  ...consensusScenarios, server,
 ]
