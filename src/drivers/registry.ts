@@ -10,6 +10,7 @@ const FACTORIES: Record<string, () => Promise<DriverFactory>> = {
   'rediss': async () => (await import('./redis/index.js')).createRedisDriver,
   'redis+sentinel': async () => (await import('./redis/index.js')).createRedisDriver,
   'redis+cluster': async () => (await import('./redis/index.js')).createRedisDriver,
+  'redlock': async () => (await import('./redlock/index.js')).createRedlockDriver,
 }
 
 export const knownSchemes = (): string[] => Object.keys(FACTORIES).map((s) => `${s}://`)

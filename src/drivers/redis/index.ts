@@ -155,6 +155,16 @@ export class RedisDriver implements Driver {
     this.subscriber.disconnect()
   }
 
+  /** For drivers built from several Redis nodes (redlock): runs one of SCRIPTS on this node. */
+  script(name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
+    return this.run(name, keys, args)
+  }
+
+  /** For drivers built from several Redis nodes (redlock): this node's command connection. */
+  get connection(): RedisClient {
+    return this.client
+  }
+
   /** Runs a script that takes all five keys of `name`. */
   private call(script: ScriptName, name: string, args: (string | number)[]): Promise<unknown> {
     return this.run(script, keyList(lockKeys(this.target.keyPrefix, name)), args)
@@ -168,13 +178,14 @@ export class RedisDriver implements Driver {
     }
   }
 
-  /** Messages on this client's channel: "g|owner|token|ttl" (handed over) or "l|owner|reason" (lost). */
+  /** Messages on this client's channel: "g|owner|token|ttl" (handed over), "l|owner|reason" (lost), "r|owner" (try again). */
   private dispatch(message: string): void {
     const [type, owner, ...rest] = message.split('|')
     const watcher = owner === undefined ? undefined : this.watchers.get(owner)
     if (!watcher) return
     if (type === 'g') watcher({ type: 'granted', token: BigInt(rest[0]!), ttlMs: Number(rest[1]) })
     else if (type === 'l') watcher({ type: 'lost', reason: rest.join('|') })
+    else if (type === 'r') watcher({ type: 'retry' })
   }
 }
 
