@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'QUORUM_NOT_REACHED'
   | 'UNAUTHORIZED'
   | 'FORBIDDEN'
+  /** The client was closed: pending acquires end with it, later calls fail with it. */
+  | 'CLOSED'
 
 /** Codes for which trying the same call again later can succeed. */
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -77,6 +79,11 @@ export function backendUnavailable(store: string, cause: unknown): BatonError {
   return new BatonError('BACKEND_UNAVAILABLE', message, { cause })
 }
 
+/** The store refused the credentials (or asked for some): not retryable, names the user, never the password. */
+export function unauthorized(store: string, message: string, cause?: unknown): BatonError {
+  return new BatonError('UNAUTHORIZED', `the ${store} refused the connection: ${message}`, { cause })
+}
+
 export function leaseLost(name: string, why: string): BatonError {
   return new BatonError('LEASE_LOST', `the hold on "${name}" was lost: ${why}`, { lockName: name })
 }
@@ -95,4 +102,8 @@ export function aborted(name: string, reason: unknown): BatonError {
     cause: reason,
     lockName: name,
   })
+}
+
+export function clientClosed(what = 'this baton client'): BatonError {
+  return new BatonError('CLOSED', `${what} is closed (close() was called); call connect() again for a new one`)
 }
