@@ -8,7 +8,7 @@ import type { StoreUrl } from '../../core/url.js'
 import { createRedisDriver, type RedisDriver } from '../redis/index.js'
 import { lockKeys, wakeChannelPrefix } from '../redis/keys.js'
 import { answeredAll, driftMs, describeFailure, gather, majorityOf, validityMs, type Answer, type NodeCall } from './quorum.js'
-import { Line, type LineSpot } from './line.js'
+import { Line, type LinePlace, type LineSpot } from './line.js'
 import { RedlockNode } from './node.js'
 import { parseRedlockUrl, type RedlockSettings } from './settings.js'
 
@@ -86,6 +86,8 @@ export class RedlockDriver implements Driver {
   private readonly spots = new Map<string, LineSpot>()
   private readonly routes = new Map<string, { name: string; onWake: (wake: Wake) => void }>()
   private largestTtlMs = 0
+  /** Names with a line lately (monotonic ms until which to join the line first). */
+  private readonly lineSeen = new Map<string, number>()
   private readonly line: Line
 
   constructor(
@@ -103,13 +105,13 @@ export class RedlockDriver implements Driver {
     if (refusal) return { status: 'conflict', detail: refusal }
     if (request.ttlMs > this.largestTtlMs) this.largestTtlMs = request.ttlMs
     const spot = this.spots.get(request.owner)
-    // Waiters behind the head, and fair newcomers, ask the line first and
-    // leave the nodes alone unless they are first and the name is free.
-    if (request.fair || (spot && !spot.woken && spot.rank > 0)) {
-      if (!(spot?.woken && spot.rank === 0)) {
-        const place = await this.placeInLine(request, request.enqueue || spot !== undefined)
-        if (place && !(place.rank === 0 && place.free)) return this.busy(request, undefined, place)
-      }
+    // Waiters behind the head, and newcomers while this client saw a line
+    // lately, ask the line first (one command) and leave the nodes alone
+    // unless they are first and the name is free.
+    const behind = spot ? !spot.woken && spot.rank > 0 : request.enqueue && this.contended(request.name)
+    if (behind) {
+      const place = await this.placeInLine(request, true)
+      if (place && !(place.rank === 0 && place.free)) return this.busy(request, undefined, place)
     }
     if (spot) spot.woken = false
     // A round lost to slow answers (not to refusals or dead connections) is
@@ -133,6 +135,11 @@ export class RedlockDriver implements Driver {
     const nodeRequest: AcquireRequest = { ...request, enqueue: false, queueTtlMs: 0 }
     const state: HoldState = { tokens: new Array(this.nodes.length).fill(undefined) }
     const counted = this.countingNodes()
+    // Who waits, asked on the line node in the same round trip: a majority
+    // with others ahead in line is not taken (they were woken for it), so a
+    // release leads to one new holder, the head, and no split vote.
+    const lineNode = this.lineNode()
+    const peek = lineNode ? this.line.place(lineNode.driver!, request, false).catch(() => undefined) : undefined
     const calls = this.nodes.map((node, i): NodeCall<AcquireResult> => {
       const driver = node.driver
       if (!driver) return node.unreachable()
@@ -146,8 +153,11 @@ export class RedlockDriver implements Driver {
     const drift = driftMs(ttl, this.settings.driftFactor, this.settings.driftMs)
     const granted = answers.filter((a, i) => counted[i] && isGranted(a)).length
     const validity = validityMs(ttl, elapsed, drift)
+    const line = await peek
+    if (line && line.length > (this.spots.has(request.owner) ? 1 : 0)) this.sawLine(request.name)
+    const yields = line !== undefined && line.rank > 0
 
-    if (granted >= this.majority && validity > 0) {
+    if (granted >= this.majority && validity > 0 && !yields) {
       let token = 0n
       for (const t of state.tokens) if (t !== undefined && t > token) token = t
       this.raiseTokens(request.name, state.tokens, token)
@@ -167,7 +177,7 @@ export class RedlockDriver implements Driver {
       a.kind === 'answered' && a.value.status === 'conflict')
     if (conflict) return conflict.value
     const heard = answers.filter((a, i) => counted[i] && a.kind === 'answered').length
-    if (granted >= this.majority) {
+    if (granted >= this.majority && !yields) {
       throw this.quorumError(request.name, answers, counted,
         `a majority granted "${request.name}" but only after ${Math.round(elapsed)} ms, leaving no validity of the ${ttl} ms ttl ` +
         `(drift ${drift} ms); it was released everywhere. Raise "ttl", or look at the nodes' latency`)
@@ -178,8 +188,23 @@ export class RedlockDriver implements Driver {
         `only ${heard} of ${this.nodes.length} redlock nodes answered in time for "${request.name}" (a majority is ${this.majority})`)
       throw slow ? new SlowQuorum(error) : error
     }
-    // Held by someone (or a split vote): that is contention, not an outage.
-    return this.busy(request, answers, request.enqueue ? await this.placeInLine(request, true) : undefined)
+    // Held by someone, others first in line, or a split vote: that is
+    // contention, not an outage.
+    return this.busy(request, answers, request.enqueue ? await this.placeInLine(request, true) : line)
+  }
+
+  /** This client saw others in line for `name` lately: newcomers join the line before asking the nodes. */
+  private contended(name: string): boolean {
+    const until = this.lineSeen.get(name)
+    if (until === undefined) return false
+    if (until > monotonicNow()) return true
+    this.lineSeen.delete(name)
+    return false
+  }
+
+  private sawLine(name: string): void {
+    if (this.lineSeen.size >= 10_000) this.lineSeen.clear()
+    this.lineSeen.set(name, monotonicNow() + CONTENDED_FOR_MS)
   }
 
   /** The outcome is known: a majority granted, or too few can still do so. */
@@ -217,6 +242,7 @@ export class RedlockDriver implements Driver {
     if (!node) return undefined
     try {
       const place = await this.line.place(node.driver!, request, join)
+      if (place.length > 1) this.sawLine(request.name)
       if (join) {
         const spot = this.spots.get(request.owner)
         if (spot) spot.rank = place.rank
@@ -333,7 +359,7 @@ export class RedlockDriver implements Driver {
     tokens.forEach((t, i) => {
       const driver = this.nodes[i]!.driver
       if (t !== undefined && t < token && driver) {
-        driver.script('raiseToken', [lockKeys(this.keyPrefix, name).token], [token.toString()]).catch(() => {})
+        driver.script('raiseToken', name, [lockKeys(this.keyPrefix, name).token], [token.toString()]).catch(() => {})
       }
     })
   }
@@ -357,6 +383,8 @@ export class RedlockDriver implements Driver {
     const route = this.routes.get(owner)
     if (!route) return
     if (wake.type === 'retry') {
+      // Woken by a release (the head) or a forced release (everyone, the
+      // line emptied): ask the nodes at once.
       const spot = this.spots.get(owner)
       if (spot) {
         spot.woken = true
@@ -397,17 +425,19 @@ export class RedlockDriver implements Driver {
     const holders: HolderSummary[] = []
     for (const [owner, seen] of byOwner) {
       if (seen.length < this.majority) continue
+      // The majority-th highest of each: the end a majority still has, and
+      // the token of the grant (a node that granted after the majority was
+      // in can have drawn a higher one; see lastToken below).
       const ends = seen.map((h) => h.expiresAt).sort((x, y) => y - x)
-      let token = 0n
-      for (const h of seen) if (h.token > token) token = h.token
-      holders.push({ owner, token, mode: seen[0]!.mode, expiresAt: ends[this.majority - 1]! })
+      const tokens = seen.map((h) => h.token).sort(descending)
+      holders.push({ owner, token: tokens[this.majority - 1]!, mode: seen[0]!.mode, expiresAt: ends[this.majority - 1]! })
     }
     if (holders.length === 0 && waiters.length === 0) return null
     // The highest counter that a majority has reached: every granted token
     // was raised onto its majority, so it is at least each of them, and any
     // later majority shares a node with those, so the next token is above it.
     // (A single node's counter can be higher: a late or partial grant.)
-    const counters = infos.map((info) => info.lastToken).sort((x, y) => (x > y ? -1 : x < y ? 1 : 0))
+    const counters = infos.map((info) => info.lastToken).sort(descending)
     const lastToken = counters[Math.min(counters.length, this.majority) - 1] ?? 0n
     const first = infos[0]
     return {
@@ -486,6 +516,9 @@ export class RedlockDriver implements Driver {
   }
 }
 
+/** How long seeing a line makes this client's newcomers for that name join it before asking the nodes. */
+const CONTENDED_FOR_MS = 1000
+
 /** Rounds an acquire makes when a majority was missed only because nodes answered too late. */
 const SLOW_ROUNDS = 3
 
@@ -500,10 +533,7 @@ function unwrapSlow(error: unknown): unknown {
   return error instanceof SlowQuorum ? error.error : error
 }
 
-interface LinePlace {
-  readonly rank: number
-  readonly free: boolean
-}
+const descending = (x: bigint, y: bigint): number => (x > y ? -1 : x < y ? 1 : 0)
 
 function isGranted(answer: Answer<AcquireResult>): boolean {
   return answer.kind === 'answered' && answer.value.status === 'granted'

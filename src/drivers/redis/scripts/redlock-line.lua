@@ -14,18 +14,20 @@
   ARGV[4] wake-up channel prefix (wake, wakeAll)
 
   Returns
-    join, peek  {rank, free}: live entries ahead of the owner (peek, owner not
-                in line: all of them); free is 1 when nobody holds the name here
+    join, peek  {rank, free, length}: live entries ahead of the owner (peek,
+                owner not in line: all of them); free is 1 when nobody holds
+                the name here; length of the line
     leave       1 if the owner was in line
     wake        1 if the head was told "r|<owner>" on its client's channel
-    wakeAll     how many waiters were told
+    wakeAll     how many waiters were told; the line is emptied (a forced
+                release: live waiters line up again, dead ones are gone)
     list        {owner, ...} in line order, live entries only
 ]]
---- @include "basics"
+--- @include "token"
 
 local op, owner = ARGV[1], ARGV[2]
 local lineKey, infoKey = KEYS[3], KEYS[4]
-local now = storeNow()
+local _, now = clock()
 
 -- Drops heads whose owner stopped refreshing; returns the live head.
 local function liveHead()
@@ -56,10 +58,11 @@ if op == 'join' then
   for _, key in ipairs({lineKey, infoKey}) do
     if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
   end
-  return {redis.call('ZRANK', lineKey, owner), isFree()}
+  return {redis.call('ZRANK', lineKey, owner), isFree(), redis.call('ZCARD', lineKey)}
 elseif op == 'peek' then
   liveHead()
-  return {redis.call('ZRANK', lineKey, owner) or redis.call('ZCARD', lineKey), isFree()}
+  local length = redis.call('ZCARD', lineKey)
+  return {redis.call('ZRANK', lineKey, owner) or length, isFree(), length}
 elseif op == 'leave' then
   local left = redis.call('ZREM', lineKey, owner)
   redis.call('HDEL', infoKey, owner)
@@ -80,6 +83,7 @@ for _, waiter in ipairs(redis.call('ZRANGE', lineKey, 0, -1)) do
 end
 if op == 'wakeAll' then
   for _, waiter in ipairs(live) do tell(waiter) end
+  redis.call('DEL', lineKey, infoKey)
   return #live
 end
 return live
