@@ -1,4 +1,4 @@
-import type { Driver, HoldMode, LockInfo, LockKind, LockSpec } from './core/driver.js'
+import type { Driver, HoldMode, LockInfo, LockKind, LockSpec, NodeView } from './core/driver.js'
 import { parseDuration, parseTtl } from './core/duration.js'
 import { Keeper } from './core/keeper.js'
 import { validateName, validatePrefix } from './core/names.js'
@@ -28,6 +28,8 @@ export interface LockView {
   holders: HolderView[]
   waiters: { owner: string; mode: HoldMode }[]
   lastToken: bigint
+  /** Quorum stores (redlock://): each node's state and holders. */
+  nodes?: readonly NodeView[]
 }
 
 /** A client of one store. Create it with connect(). */
@@ -152,6 +154,7 @@ export class Baton {
       holders: info.holders.map((h) => ({ ...h, count: this.keeper.countOf(h.owner) })),
       waiters: info.waiters.map((w) => ({ ...w })),
       lastToken: info.lastToken,
+      ...(info.nodes ? { nodes: info.nodes } : {}),
     }
   }
 }

@@ -1,6 +1,6 @@
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
-  HoldRef, HolderSummary, LockInfo, LockSpec, Wake,
+  HoldRef, HolderSummary, LockInfo, LockSpec, NodeView, Wake,
 } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
 import { BatonError } from '../../core/errors.js'
@@ -67,15 +67,6 @@ const REFUSED: Partial<Record<LockSpec['kind'], string>> = {
 /** What this client keeps about one of its holds: each node's own token (a node's hold member carries it). */
 interface HoldState {
   readonly tokens: (bigint | undefined)[]
-}
-
-/** A per-node view for inspect(). */
-export interface RedlockNodeView {
-  readonly node: string
-  readonly state: 'counted' | 'excluded' | 'unverified' | 'down'
-  readonly reason?: string
-  readonly holders?: readonly HolderSummary[]
-  readonly lastToken?: bigint
 }
 
 export class RedlockDriver implements Driver {
@@ -171,8 +162,12 @@ export class RedlockDriver implements Driver {
 
     // Not ours: give back every node, also those that did not answer (a late
     // grant lands before this release on the same connection).
-    const grantedAnywhere = state.tokens.some((t) => t !== undefined) || answers.some((a) => a.kind !== 'answered')
-    await this.releaseEverywhere(request, state.tokens, grantedAnywhere, false)
+    // Wake the head of the line if this attempt may have held the line node
+    // (the head reads "free" there); never when this owner is the head itself.
+    const lineAnswer = lineNode ? answers[lineNode.index] : undefined
+    const mayBlockHead = lineAnswer !== undefined && (isGranted(lineAnswer) || lineAnswer.kind !== 'answered')
+    const isHead = this.spots.get(request.owner)?.rank === 0
+    await this.releaseEverywhere(request, state.tokens, mayBlockHead && !isHead, false)
     const conflict = answers.find((a): a is { kind: 'answered'; value: Extract<AcquireResult, { status: 'conflict' }> } =>
       a.kind === 'answered' && a.value.status === 'conflict')
     if (conflict) return conflict.value
@@ -402,7 +397,7 @@ export class RedlockDriver implements Driver {
     for (const [owner, route] of this.routes) driver.watch(route.name, owner, (wake) => this.deliver(owner, wake))
   }
 
-  async inspect(name: string): Promise<(LockInfo & { readonly nodes: readonly RedlockNodeView[] }) | null> {
+  async inspect(name: string): Promise<(LockInfo & { readonly nodes: readonly NodeView[] }) | null> {
     const counted = this.countingNodes()
     const calls = this.nodes.map((node): NodeCall<LockInfo | null> => (node.driver ? () => node.driver!.inspect(name) : node.unreachable()))
     const lineNode = this.lineNode()
@@ -410,7 +405,7 @@ export class RedlockDriver implements Driver {
       gather(calls, this.settings.timeoutMs, () => false),
       lineNode ? this.line.list(lineNode.driver!, name).catch(() => [] as string[]) : Promise.resolve([] as string[]),
     ])
-    const views: RedlockNodeView[] = answers.map((a, i) => {
+    const views: NodeView[] = answers.map((a, i) => {
       const node = this.nodes[i]!
       const guard = node.guardState(this.largestTtlMs)
       if (a.kind !== 'answered') return { node: node.display, state: 'down', reason: describeFailure(a, this.settings.timeoutMs) }
@@ -432,7 +427,9 @@ export class RedlockDriver implements Driver {
       const tokens = seen.map((h) => h.token).sort(descending)
       holders.push({ owner, token: tokens[this.majority - 1]!, mode: seen[0]!.mode, expiresAt: ends[this.majority - 1]! })
     }
-    if (holders.length === 0 && waiters.length === 0) return null
+    // Null only when no node has anything: a hold left on a minority (a node
+    // excluded, a split vote on its way out) still shows in the per-node view.
+    if (holders.length === 0 && waiters.length === 0 && !views.some((v) => v.holders?.length)) return null
     // The highest counter that a majority has reached: every granted token
     // was raised onto its majority, so it is at least each of them, and any
     // later majority shares a node with those, so the next token is above it.

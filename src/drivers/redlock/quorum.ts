@@ -9,6 +9,8 @@ export type Answer<T> =
   | { readonly kind: 'answered'; readonly value: T }
   | { readonly kind: 'failed'; readonly error: unknown }
   | { readonly kind: 'timeout' }
+  /** Not waited for: the outcome was decided without it. */
+  | { readonly kind: 'skipped' }
 
 /** A request for one node, or why it was not sent (not connected). */
 export type NodeCall<T> = (() => Promise<T>) | string
@@ -28,22 +30,22 @@ export function gather<T>(
     let open = true
     let pending = calls.length
     let timer: NodeJS.Timeout | undefined
-    const finish = (): void => {
+    const finish = (late: Answer<T>): void => {
       if (!open) return
       open = false
       clearTimeout(timer)
-      resolve(answers.map((a) => a ?? { kind: 'timeout' }))
+      resolve(answers.map((a) => a ?? late))
     }
     const note = (index: number, answer: Answer<T>): void => {
       if (!open) return
       answers[index] = answer
       pending -= 1
-      if (pending === 0 || settled(answers)) finish()
+      if (pending === 0 || settled(answers)) finish({ kind: 'skipped' })
     }
     // The timer is set first so that a call failing synchronously finds it.
     // When it fires, answers that already arrived but wait behind it in the
     // event loop (a stalled loop runs timers before I/O) are read first.
-    timer = setTimeout(() => setImmediate(finish), timeoutMs)
+    timer = setTimeout(() => setImmediate(() => finish({ kind: 'timeout' })), timeoutMs)
     calls.forEach((call, index) => {
       if (typeof call === 'string') return note(index, { kind: 'failed', error: new Error(call) })
       call().then(
@@ -73,6 +75,7 @@ export function validityMs(ttlMs: number, elapsedMs: number, drift: number): num
 /** A node's failure, in words for QUORUM_NOT_REACHED's per-node causes. */
 export function describeFailure(answer: Answer<unknown>, timeoutMs: number): string {
   if (answer.kind === 'timeout') return `no answer within ${timeoutMs} ms (raise "timeout" in the store URL if the nodes are just slow)`
+  if (answer.kind === 'skipped') return 'not waited for (the outcome was decided without it)'
   if (answer.kind === 'failed') return answer.error instanceof Error ? answer.error.message : String(answer.error)
   return 'answered'
 }
