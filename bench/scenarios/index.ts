@@ -6,6 +6,7 @@ import { handoff } from './handoff.js'
 import { memoryStore } from './memory-store.js'
 import { memory } from './memory.js'
 import { parallel } from './parallel.js'
+import { redlockScenario } from './redlock.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
 import { uncontended } from './uncontended.js'
@@ -16,5 +17,5 @@ import { uncontended } from './uncontended.js'
  */
 export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
-  fairHandoff, fairCommands, rwlockReaders, semaphore,
+  fairHandoff, fairCommands, rwlockReaders, semaphore, redlockScenario,
 ]

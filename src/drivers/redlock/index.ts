@@ -202,16 +202,28 @@ export class RedlockDriver implements Driver {
     this.lineSeen.set(name, monotonicNow() + CONTENDED_FOR_MS)
   }
 
-  /** The outcome is known: a majority granted, or too few can still do so. */
+  /**
+   * The attempt failed for sure, and it is known whether for contention or
+   * an outage. A success waits for every node (up to the per-node timeout),
+   * so the lease's token is the highest that any node drew for it, as
+   * inspect() shows.
+   */
   private decided(partial: readonly (Answer<AcquireResult> | undefined)[], counted: boolean[]): boolean {
     let yes = 0
+    let heard = 0
     let open = 0
     partial.forEach((a, i) => {
       if (!counted[i]) return
       if (a === undefined) open += 1
-      else if (isGranted(a)) yes += 1
+      else if (a.kind === 'answered') {
+        heard += 1
+        if (isGranted(a)) yes += 1
+      }
     })
-    return yes >= this.majority || yes + open < this.majority
+    if (yes + open >= this.majority) return false
+    // Lost for sure; also known why: a majority answered (contention), or
+    // too few can (an outage). Otherwise wait, so busy is never reported as down.
+    return heard >= this.majority || heard + open < this.majority
   }
 
   /** A busy answer: when to try again, and who holds the name. */
@@ -420,12 +432,11 @@ export class RedlockDriver implements Driver {
     const holders: HolderSummary[] = []
     for (const [owner, seen] of byOwner) {
       if (seen.length < this.majority) continue
-      // The majority-th highest of each: the end a majority still has, and
-      // the token of the grant (a node that granted after the majority was
-      // in can have drawn a higher one; see lastToken below).
+      // The end a majority still has; the token of the grant is the highest
+      // of its nodes' tokens (the lease took the highest of all that answered).
       const ends = seen.map((h) => h.expiresAt).sort((x, y) => y - x)
-      const tokens = seen.map((h) => h.token).sort(descending)
-      holders.push({ owner, token: tokens[this.majority - 1]!, mode: seen[0]!.mode, expiresAt: ends[this.majority - 1]! })
+      const token = seen.map((h) => h.token).sort(descending)[0]!
+      holders.push({ owner, token, mode: seen[0]!.mode, expiresAt: ends[this.majority - 1]! })
     }
     // Null only when no node has anything: a hold left on a minority (a node
     // excluded, a split vote on its way out) still shows in the per-node view.
