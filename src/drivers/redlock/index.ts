@@ -126,11 +126,13 @@ export class RedlockDriver implements Driver {
     const nodeRequest: AcquireRequest = { ...request, enqueue: false, queueTtlMs: 0 }
     const state: HoldState = { tokens: new Array(this.nodes.length).fill(undefined) }
     const counted = this.countingNodes()
-    // Who waits, asked on the line node in the same round trip: a majority
-    // with others ahead in line is not taken (they were woken for it), so a
-    // release leads to one new holder, the head, and no split vote.
+    // Fair: who waits, asked on the line node in the same round trip; a
+    // majority with others ahead in line is not taken (they were woken for
+    // it). Not fair: newcomers may barge, as with one Redis; while this
+    // client saw a line lately its newcomers join it first (acquire()), and a
+    // barger that splits the vote with the head goes behind it.
     const lineNode = this.lineNode()
-    const peek = lineNode ? this.line.place(lineNode.driver!, request, false).catch(() => undefined) : undefined
+    const peek = lineNode && request.fair ? this.line.place(lineNode.driver!, request, false).catch(() => undefined) : undefined
     const calls = this.nodes.map((node, i): NodeCall<AcquireResult> => {
       const driver = node.driver
       if (!driver) return node.unreachable()
