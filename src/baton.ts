@@ -28,6 +28,8 @@ export interface LockView {
   holders: HolderView[]
   waiters: { owner: string; mode: HoldMode }[]
   lastToken: bigint
+  /** How the store bent the settings asked for (e.g. a lease floor), when it did. */
+  note?: string
   /** Quorum stores (redlock://): each node's state and holders. */
   nodes?: readonly NodeView[]
 }
@@ -36,6 +38,7 @@ export interface LockView {
 export class Baton {
   /** @internal */
   readonly keeper: Keeper
+  private closed: Promise<void> | undefined
 
   constructor(readonly driver: Driver, clientId: string) {
     this.keeper = new Keeper(driver, clientId)
@@ -119,7 +122,6 @@ export class Baton {
     this.closed ??= this.keeper.close().then(() => this.driver.close())
     return this.closed
   }
-  private closed: Promise<void> | undefined
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close()
@@ -154,6 +156,7 @@ export class Baton {
       holders: info.holders.map((h) => ({ ...h, count: this.keeper.countOf(h.owner) })),
       waiters: info.waiters.map((w) => ({ ...w })),
       lastToken: info.lastToken,
+      ...(info.note !== undefined ? { note: info.note } : {}),
       ...(info.nodes ? { nodes: info.nodes } : {}),
     }
   }

@@ -1,11 +1,13 @@
 import type { Scenario } from '../types.js'
 import { commands } from './commands.js'
+import { consensusScenarios } from './consensus.js'
 import { fairCommands } from './fair-commands.js'
 import { fairHandoff } from './fair-handoff.js'
 import { handoff } from './handoff.js'
 import { memoryStore } from './memory-store.js'
 import { memory } from './memory.js'
 import { parallel } from './parallel.js'
+import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
 import { redlockScenario } from './redlock.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
@@ -17,5 +19,8 @@ import { uncontended } from './uncontended.js'
  */
 export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
+  fairHandoff, fairCommands, rwlockReaders, semaphore,
+  pgUncontended, pgHandoff, pgStatements,
+  ...consensusScenarios,
   fairHandoff, fairCommands, rwlockReaders, semaphore, redlockScenario,
 ]

@@ -127,6 +127,13 @@ export interface LockInfo {
   /** Highest token granted so far for this name. */
   readonly lastToken: bigint
   /**
+   * How the store bends what was asked, when it does (a lease floor that
+   * raises short ttls, for instance). Optional: stores that keep every
+   * setting exactly leave it out. Added for etcd and ZooKeeper, whose lease
+   * and session floors must be shown, never applied silently.
+   */
+  readonly note?: string
+  /**
    * Stores of several independent nodes (Redlock): what each node says and
    * whether its votes count. Optional, so other stores leave it out; added
    * because a quorum store's inspect must show which nodes are excluded

@@ -67,16 +67,22 @@ export const invalidArgument = (message: string, cause?: unknown): BatonError =>
  * Wraps a transport failure of a store. Drivers call this and never build
  * messages of their own, so every store reports an outage the same way.
  */
-export function backendUnavailable(store: string, cause: unknown): BatonError {
+export function backendUnavailable(store: string, cause: unknown, answered = isReplyError(cause)): BatonError {
   if (cause instanceof BatonError) return cause
   const detail = cause instanceof Error ? cause.message : String(cause)
-  // A store that answered with an error (a refused command, a full disk, a
-  // key of another program) is not the same as one that did not answer.
-  const answered = cause instanceof Error && cause.name === 'ReplyError'
   const message = answered
     ? `the ${store} answered with an error: ${detail}`
     : `the ${store} did not answer (${detail}); check that it is running and reachable, or raise "connectTimeout" / "commandTimeout" in connect() options`
   return new BatonError('BACKEND_UNAVAILABLE', message, { cause })
+}
+
+/**
+ * A store that answered with an error (a refused command, a full disk, a key
+ * of another program) is not the same as one that did not answer. Drivers
+ * whose client library marks answered errors otherwise pass `answered`.
+ */
+function isReplyError(cause: unknown): boolean {
+  return cause instanceof Error && cause.name === 'ReplyError'
 }
 
 /** The store refused the credentials (or asked for some): not retryable, names the user, never the password. */

@@ -5,6 +5,7 @@ import type {
 import { inspect } from 'node:util'
 import { backendUnavailable, invalidArgument } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
+import { WakeRoutes } from '../../core/wake-routes.js'
 import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
 import { keyList, lockKeys, nameOfKey, scanPattern, shardedWakeChannelPrefix, slotOfName, wakeChannelPrefix } from './keys.js'
 import { loadScripts, Scripts, type ScriptName } from './scripts.js'
@@ -35,7 +36,7 @@ export class RedisDriver implements Driver {
   readonly store = 'redis'
   readonly capabilities = CAPABILITIES
   private readonly scripts: Scripts
-  private readonly watchers = new Map<string, (wake: Wake) => void>()
+  private readonly routes = new WakeRoutes()
   private readonly channelPrefix: string
 
   constructor(
@@ -49,7 +50,7 @@ export class RedisDriver implements Driver {
   ) {
     this.scripts = new Scripts(client)
     this.channelPrefix = wakeChannelPrefix(target.keyPrefix)
-    const onMessage = (_channel: string, message: string): void => this.dispatch(message)
+    const onMessage = (_channel: string, message: string): void => this.routes.dispatch(message)
     subscriber.on('message', onMessage)
     subscriber.on('smessage', onMessage)
   }
@@ -132,14 +133,11 @@ export class RedisDriver implements Driver {
 
   /** Tells every watched owner to try again now (wake-ups may have been missed). */
   nudgeAll(): void {
-    for (const onWake of [...this.watchers.values()]) onWake({ type: 'retry' })
+    this.routes.nudgeAll()
   }
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    this.watchers.set(owner, onWake)
-    return () => {
-      if (this.watchers.get(owner) === onWake) this.watchers.delete(owner)
-    }
+    return this.routes.watch(owner, onWake)
   }
 
   async inspect(name: string): Promise<LockInfo | null> {
@@ -195,7 +193,7 @@ export class RedisDriver implements Driver {
   }
 
   async close(): Promise<void> {
-    this.watchers.clear()
+    this.routes.clear()
     await Promise.allSettled([this.client.quit(), this.subscriber.quit()])
     this.client.disconnect()
     this.subscriber.disconnect()
@@ -229,22 +227,6 @@ export class RedisDriver implements Driver {
       }
       throw backendUnavailable(`redis store at ${this.target.display}`, cause)
     }
-  }
-
-  /**
-   * Messages on this client's channel: "g|owner|token|ttl" (handed over),
-   * "l|owner|reason" (lost), "r|owner|owner…" (try again now).
-   */
-  private dispatch(message: string): void {
-    const [type, owner, ...rest] = message.split('|')
-    if (type === 'r') {
-      for (const waiter of [owner, ...rest]) this.watchers.get(waiter!)?.({ type: 'retry' })
-      return
-    }
-    const watcher = owner === undefined ? undefined : this.watchers.get(owner)
-    if (!watcher) return
-    if (type === 'g') watcher({ type: 'granted', token: BigInt(rest[0]!), ttlMs: Number(rest[1]) })
-    else if (type === 'l') watcher({ type: 'lost', reason: rest.join('|') })
   }
 
   /** util.inspect(baton) must show neither the password nor the clients' options. */
