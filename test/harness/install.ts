@@ -26,7 +26,8 @@ export async function findOnPath(command: string): Promise<string | undefined> {
 }
 
 // apt holds a global lock, so installs are serialised through one chain, and
-// the (slow) index refresh happens at most once per process.
+// the (slow) index refresh happens at most once per process. Test files run in
+// parallel processes, so apt-get also waits for a lock another process holds.
 let aptChain: Promise<unknown> = Promise.resolve();
 let aptUpdated: Promise<void> | undefined;
 
@@ -47,13 +48,15 @@ function describeFailure(err: unknown): string {
   return String(err);
 }
 
+const APT_LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=600'];
+
 const APT_OPTIONS = {
   env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
   maxBuffer: 64 * 1024 * 1024,
 };
 
 function aptUpdate(): Promise<void> {
-  aptUpdated ??= execFileAsync('apt-get', ['update'], APT_OPTIONS).then(
+  aptUpdated ??= execFileAsync('apt-get', [...APT_LOCK_WAIT, 'update'], APT_OPTIONS).then(
     () => undefined,
     (err: unknown) => {
       aptUpdated = undefined; // allow a later retry
@@ -76,7 +79,7 @@ export async function ensureCommand(command: string, debianPackage: string): Pro
       if (await findOnPath(command)) return; // installed by a concurrent call
       await aptUpdate();
       try {
-        await execFileAsync('apt-get', ['install', '-y', debianPackage], APT_OPTIONS);
+        await execFileAsync('apt-get', [...APT_LOCK_WAIT, 'install', '-y', debianPackage], APT_OPTIONS);
       } catch (err) {
         throw new Error(`apt-get install -y ${debianPackage} failed (needed for \`${command}\`): ${describeFailure(err)}`);
       }
