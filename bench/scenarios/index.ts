@@ -1,4 +1,5 @@
 import type { Scenario } from '../types.js'
+import { cliStartup } from './cli-startup.js'
 import { commands } from './commands.js'
 import { fairCommands } from './fair-commands.js'
 import { fairHandoff } from './fair-handoff.js'
@@ -16,5 +17,5 @@ import { uncontended } from './uncontended.js'
  */
 export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
-  fairHandoff, fairCommands, rwlockReaders, semaphore,
+  fairHandoff, fairCommands, rwlockReaders, semaphore, cliStartup,
 ]
