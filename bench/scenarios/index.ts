@@ -1,6 +1,7 @@
 import type { Scenario } from '../types.js'
 import { cliStartup } from './cli-startup.js'
 import { commands } from './commands.js'
+import { dashboard } from './dashboard.js'
 import { fairCommands } from './fair-commands.js'
 import { fairHandoff } from './fair-handoff.js'
 import { handoff } from './handoff.js'
@@ -17,5 +18,5 @@ import { uncontended } from './uncontended.js'
  */
 export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
-  fairHandoff, fairCommands, rwlockReaders, semaphore, cliStartup,
+  fairHandoff, fairCommands, rwlockReaders, semaphore, cliStartup, dashboard,
 ]
