@@ -1,18 +1,29 @@
 #!/usr/bin/env node
 import { isBatonError } from '../core/errors.js'
-import { EXIT, exitCodeOf, UsageError, type Command } from './common.js'
+import { EXIT, exitCodeOf, print, UsageError, type Command } from './common.js'
 
 /**
  * Command table: name → one-line summary and a lazy import, so each command
  * loads only its own code (and the store client it connects to).
  */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }> = {
+  serve: { summary: 'the lock server: HTTP API, events, metrics and the dashboard', load: async () => serveCommand(await import('./commands/serve.js')) },
   run: { summary: 'hold a lock while a command runs (flock / consul lock for a fleet)', load: async () => (await import('./commands/run.js')).run },
   ls: { summary: 'list the locks in use', load: async () => (await import('./commands/ls.js')).ls },
   inspect: { summary: 'show who holds and who awaits one lock', load: async () => (await import('./commands/inspect.js')).inspect },
   release: { summary: 'admin: force-release a lock (its holders lose it)', load: async () => (await import('./commands/release.js')).release },
   bench: { summary: 'a short benchmark of a store', load: async () => (await import('./commands/bench.js')).bench },
   demo: { summary: 'workers contending for one lock, printing tokens and hand-overs', load: async () => (await import('./commands/demo.js')).demoCommand },
+}
+
+/** `baton serve` keeps its own parsing (src/cli/commands/serve.ts); this adapts it to the table. */
+function serveCommand(module: typeof import('./commands/serve.js')): Command {
+  const usage = `usage:\n${module.SERVE_USAGE}`
+  return {
+    usage,
+    help: usage,
+    main: (args) => (args.includes('--help') || args.includes('-h') ? (print(usage), Promise.resolve(EXIT.ok)) : module.serve(args, print)),
+  }
 }
 
 const USAGE = `baton: distributed locks for Node.js

@@ -1,7 +1,7 @@
 import type { Driver, HoldRef, Wake } from './driver.js'
 import { BatonError, leaseLost } from './errors.js'
 import { monotonicNow } from './clock.js'
-import { channels, type HoldEvent } from './events.js'
+import { channels, type HoldEvent, type LostEvent } from './events.js'
 import { safetyMarginMs } from './margin.js'
 import { runHolding, scopeKey, type ScopedHold } from './reentrancy.js'
 import type { Grant } from './waiter.js'
@@ -74,7 +74,8 @@ export class Hold implements ScopedHold {
     if (wake.type === 'lost') this.lose(wake.reason)
   }
 
-  lose(why: string, cause?: unknown): void {
+  /** `expired`: the lease ran out here (no confirmed renewal), as opposed to the store taking it away. */
+  lose(why: string, cause?: unknown, expired = false): void {
     if (this.state !== 'held') return
     this.state = 'lost'
     this.stop()
@@ -82,18 +83,19 @@ export class Hold implements ScopedHold {
     if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause })
     this.lossReason = error
     this.abortController?.abort(error)
-    if (channels.lost.hasSubscribers) channels.lost.publish({ ...this.event(), error } satisfies HoldEvent & { error: Error })
+    if (channels.lost.hasSubscribers) channels.lost.publish({ ...this.event(), error, expired } satisfies LostEvent)
     // No release here: code that has not yet reacted to the signal may still
     // be working, so the store keeps the hold to its end (and lock delay after).
   }
 
-  async release(): Promise<void> {
-    if (this.state !== 'held') return
+  /** True if the store still had the hold. */
+  async release(): Promise<boolean> {
+    if (this.state !== 'held') return false
     this.state = 'released'
     this.stop()
     if (this.renewing) await this.renewing.catch(() => {})
     if (channels.release.hasSubscribers) channels.release.publish(this.event())
-    await this.driver.release(this.ref)
+    return this.driver.release(this.ref)
   }
 
   /**
@@ -141,7 +143,7 @@ export class Hold implements ScopedHold {
 }
 
 function expireHold(hold: Hold): void {
-  hold.lose('its lease ran out without a confirmed renewal (raise "ttl", or use autoExtend / using())')
+  hold.lose('its lease ran out without a confirmed renewal (raise "ttl", or use autoExtend / using())', undefined, true)
 }
 
 /**
@@ -190,7 +192,10 @@ export class Lease implements AsyncDisposable {
     this.released = true
     this.hold.count -= 1
     if (this.side === 'write') this.hold.writers -= 1
-    if (this.hold.count === 0) return this.hold.release()
+    if (this.hold.count === 0) {
+      await this.hold.release()
+      return
+    }
     if (this.hold.writers === 0) await this.hold.downgrade()
   }
 

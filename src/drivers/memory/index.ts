@@ -40,6 +40,13 @@ const CAPABILITIES: Capabilities = {
   fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: false,
 }
 
+/**
+ * Where fencing tokens come from, for an embedding that must keep them
+ * increasing across restarts (the lock server's --data-dir): it returns a
+ * token greater than `last` (the name's previous token, 0n if none is known).
+ */
+export type TokenSource = (name: string, last: bigint) => bigint
+
 /** The state of one in-process store, shared by every client connected to it. */
 class MemoryStore {
   readonly locks = new Map<string, LockState>()
@@ -47,6 +54,7 @@ class MemoryStore {
   readonly tokens = new Map<string, bigint>()
   /** Wake-up routes by owner (owners are unique across clients). */
   readonly watchers = new Map<string, (wake: Wake) => void>()
+  constructor(readonly nextToken?: TokenSource) {}
 }
 
 /** `memory://` is the process-wide store; `memory://name` a separate named one. */
@@ -58,6 +66,7 @@ export class MemoryDriver implements Driver {
   private readonly locks: Map<string, LockState>
   private readonly tokens: Map<string, bigint>
   private readonly watchers: Map<string, (wake: Wake) => void>
+  private readonly nextToken: TokenSource | undefined
   /** Owners this client watches, forgotten at close(). */
   private readonly mine = new Set<string>()
 
@@ -65,6 +74,7 @@ export class MemoryDriver implements Driver {
     this.locks = shared.locks
     this.tokens = shared.tokens
     this.watchers = shared.watchers
+    this.nextToken = shared.nextToken
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -200,7 +210,8 @@ export class MemoryDriver implements Driver {
     name: string, state: LockState,
     who: { owner: string; mode: HoldMode; ttlMs: number; lockDelayMs: number }, now: number,
   ): { status: 'granted'; token: bigint; ttlMs: number } {
-    const token = (this.tokens.get(name) ?? 0n) + 1n
+    const last = this.tokens.get(name) ?? 0n
+    const token = this.nextToken ? this.nextToken(name, last) : last + 1n
     this.tokens.set(name, token)
     const holder: Holder = {
       owner: who.owner, token, mode: who.mode, expiresAt: now + who.ttlMs, lockDelayMs: who.lockDelayMs,
@@ -303,4 +314,9 @@ export const createMemoryDriver: DriverFactory = async (url: StoreUrl) => {
     stores.set(storeName, shared)
   }
   return new MemoryDriver(shared)
+}
+
+/** A private store (not registered under any memory:// name) with its own token source. */
+export function createPrivateMemoryDriver(nextToken?: TokenSource): MemoryDriver {
+  return new MemoryDriver(new MemoryStore(nextToken))
 }

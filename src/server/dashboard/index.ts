@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { FastifyInstance } from 'fastify'
 
 export interface DashboardAsset {
   readonly type: string
@@ -51,4 +52,18 @@ export function dashboardAsset(path: string): Promise<DashboardAsset> | undefine
     cache.set(path, asset)
   }
   return asset
+}
+
+/**
+ * Registers the dashboard's paths on the server. They are open (no bearer
+ * token): the page holds no data; it asks for a token and sends it with
+ * every API call it makes.
+ */
+export function dashboardRoutes(app: FastifyInstance): void {
+  for (const path of DASHBOARD_PATHS) {
+    app.get(path, { schema: { hide: true }, config: { open: true } }, async (_request, reply) => {
+      const asset = await dashboardAsset(path)!
+      return reply.headers(asset.headers).send(asset.body)
+    })
+  }
 }
