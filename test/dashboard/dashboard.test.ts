@@ -40,8 +40,8 @@ async function call(method: string, path: string, token: string, body?: unknown)
   })
 }
 
-async function acquire(name: string, ttl = '60s'): Promise<Grant> {
-  const res = await call('POST', `/v1/locks/${encodeURIComponent(name)}/acquire`, LOCKER, { ttl })
+async function acquire(name: string, ttl = '60s', more: Record<string, unknown> = {}): Promise<Grant> {
+  const res = await call('POST', `/v1/locks/${encodeURIComponent(name)}/acquire`, LOCKER, { ttl, ...more })
   assert.equal(res.status, 200, await res.clone().text())
   return (await res.json()) as Grant
 }
@@ -82,12 +82,12 @@ describe('dashboard', () => {
     const grant = await acquire('dash/live', '30s')
     await row('dash/live').waitFor({ timeout: ms(1000) })
     const holder = row('dash/live').locator('.holder')
-    assert.match(await holder.innerText(), new RegExp(`${grant.owner} · exclusive · #${grant.token} · `))
+    assert.match(await holder.innerText(), new RegExp(`^\\S+\\s*exclusive\\s*#${grant.token} · ${grant.owner}$`))
     const left = holder.locator('.left')
-    const countdown = `document.querySelector('#locks tr[data-name="dash/live"] .left')?.textContent ?? ''`
-    await page.waitForFunction(`/^\\d+(\\.\\d)?s$/.test(${countdown})`, undefined, { timeout: ms(5000) })
+    // The page's CSP forbids eval, so page functions are real functions (no DOM types here: `any`).
+    await page.waitForFunction(() => /^\d+(\.\d)?s$/.test((globalThis as any).document.querySelector('#locks tr[data-name="dash/live"] .left')?.textContent ?? ''), undefined, { timeout: ms(5000) })
     const first = await left.innerText()
-    await page.waitForFunction(`${countdown} !== ${JSON.stringify(first)}`, undefined, { timeout: ms(5000) })
+    await page.waitForFunction((was) => (globalThis as any).document.querySelector('#locks tr[data-name="dash/live"] .left')?.textContent !== was, first, { timeout: ms(5000) })
     const events = await page.locator('#events li.grant').allInnerTexts()
     assert.ok(events.some((e) => e.includes('grant dash/live')), `no grant event listed: ${events.join(' | ')}`)
     await release(grant)
@@ -103,16 +103,17 @@ describe('dashboard', () => {
     await page.reload()
     await page.locator('#auth-token').fill(READER)
     await page.locator('#auth button').click()
+    await page.locator('#conn[data-state="live"]').waitFor({ timeout: ms(10_000) })
     await page.locator('#prefix').fill('bulk/')
-    await page.waitForFunction(`document.getElementById('page-info').textContent.includes('of 10,000')`, undefined, { timeout: ms(20_000) })
+    await page.waitForFunction(() => (globalThis as any).document.getElementById('page-info').textContent.includes('of 10,000'), undefined, { timeout: ms(20_000) })
     assert.match(await page.locator('#page-info').innerText(), /^1–50 of 10,000 · page 1\/200$/)
     assert.equal(await page.locator('#locks tbody tr').count(), 50)
     assert.equal(await page.locator('#locks tbody tr').first().getAttribute('data-name'), 'bulk/00000')
     await page.locator('#next').click()
     assert.equal(await page.locator('#locks tbody tr').first().getAttribute('data-name'), 'bulk/00050')
     await page.locator('#prefix').fill('bulk/0420')
-    await page.waitForFunction(`document.getElementById('page-info').textContent === '1–10 of 10 · page 1/1'`)
-    assert.deepEqual(await page.evaluate(`[...document.querySelectorAll('#locks tbody tr')].map((r) => r.dataset.name)`),
+    await page.waitForFunction(() => (globalThis as any).document.getElementById('page-info').textContent === '1–10 of 10 · page 1/1')
+    assert.deepEqual(await page.evaluate(() => [...(globalThis as any).document.querySelectorAll('#locks tbody tr')].map((r: any) => r.dataset.name)),
       Array.from({ length: 10 }, (_, i) => `bulk/0420${i}`))
     // The page stays live with 10,000 locks loaded.
     const grant = await acquire('bulk/04200x')
@@ -122,8 +123,17 @@ describe('dashboard', () => {
 
   it('force-releases from the page with an admin token and is refused without one', async () => {
     const grant = await acquire('dash/victim')
+    // Company for the screenshot: readers, semaphore permits, a holder with a waiter.
+    const others = [
+      await acquire('dash/config', '45s', { mode: 'read' }), await acquire('dash/config', '50s', { mode: 'read' }),
+      await acquire('dash/gpu', '40s', { mode: 'permit', permits: 3 }), await acquire('dash/gpu', '55s', { mode: 'permit', permits: 3 }),
+      await acquire('dash/report', '20s'),
+    ]
+    const waiter = acquire('dash/report', '20s', { wait: '60s' })
     await page.locator('#prefix').fill('dash/')
     await row('dash/victim').waitFor({ timeout: ms(1000) })
+    await page.waitForFunction(() => (globalThis as any).document.querySelector('#locks tr[data-name="dash/report"] td.waiting')?.textContent === '1', undefined, { timeout: ms(5000) })
+    await page.screenshot({ path: screenshotPath() })
 
     const force = async (token: string) => {
       await row('dash/victim').locator('button.force').click()
@@ -138,14 +148,18 @@ describe('dashboard', () => {
     assert.equal(await page.locator('#force-token').inputValue(), '', 'the token is not kept in the form')
     assert.equal((await call('GET', '/v1/locks/dash%2Fvictim', READER)).status, 200, 'still held after the refusals')
 
-    await page.screenshot({ path: screenshotPath() })
     toast = await force(ADMIN)
     await toast.filter({ hasText: 'Released "dash/victim"' }).waitFor({ timeout: ms(5000) })
     await row('dash/victim').waitFor({ state: 'detached', timeout: ms(5000) })
     const extend = await call('POST', `/v1/leases/${encodeURIComponent(grant.leaseId)}/extend`, LOCKER, {})
     assert.equal(extend.status, 410, 'the holder lost its lease')
-    const stored = await page.evaluate('JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie')
+    const stored = await page.evaluate(() => {
+      const { localStorage, sessionStorage, document } = globalThis as any
+      return JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie
+    })
     assert.equal(stored, '{}{}', 'nothing is stored in the browser')
+    for (const other of others) await release(other)
+    await release(await waiter)
   })
 })
 

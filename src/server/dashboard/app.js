@@ -96,7 +96,10 @@ function lowerBound(names, key) {
 }
 
 function setLock(map, names, lock) {
-  if (!map.has(lock.name)) names.splice(lowerBound(names, lock.name), 0, lock.name)
+  if (!map.has(lock.name)) {
+    names.splice(lowerBound(names, lock.name), 0, lock.name)
+    namesChanged(lock.name)
+  }
   map.set(lock.name, lock)
 }
 
@@ -104,6 +107,12 @@ function deleteLock(map, names, name) {
   if (!map.delete(name)) return
   const at = lowerBound(names, name)
   if (names[at] === name) names.splice(at, 1)
+  namesChanged(name)
+}
+
+/** A name came or went: the rows, counts and paging under the filter may move. */
+function namesChanged(name) {
+  if (name.startsWith(state.prefix)) state.tableDirty = true
 }
 
 /** [from, to) of the names starting with the prefix. */
@@ -120,10 +129,14 @@ function touch(name) {
 // ---------------------------------------------------------------------------
 // Loading: the full list (paged), and details of the visible page
 
+/**
+ * Loads every lock. `progressive`: into the live map, drawing as pages come
+ * in (the first load); otherwise into a new map swapped in at the end, with
+ * the events that arrived meanwhile applied again.
+ */
 async function sync(progressive) {
   const map = progressive ? state.locks : new Map()
   const names = progressive ? state.names : []
-  const seen = new Set()
   if (!progressive) state.replay = []
   let cursor
   try {
@@ -131,10 +144,7 @@ async function sync(progressive) {
       const query = new URLSearchParams({ limit: String(LIST_LIMIT) })
       if (cursor) query.set('cursor', cursor)
       const page = await api(`/v1/locks?${query}`)
-      for (const view of page.locks) {
-        seen.add(view.name)
-        setLock(map, names, fromView(view))
-      }
+      for (const view of page.locks) setLock(map, names, fromView(view))
       cursor = page.nextCursor
       if (progressive) {
         // Show the first page at once; the rest streams in behind it.
@@ -142,9 +152,7 @@ async function sync(progressive) {
         schedule()
       }
     } while (cursor)
-    if (progressive) {
-      for (const name of [...map.keys()]) if (!seen.has(name)) deleteLock(map, names, name)
-    } else {
+    if (!progressive) {
       state.locks = map
       state.names = names
       for (const event of state.replay) applyEvent(event)
@@ -353,10 +361,12 @@ function lockRow(lock) {
   const holders = el('td', 'holders')
   if (lock.holders.length === 0) holders.append(el('span', 'muted', 'free'))
   for (const h of lock.holders) {
-    const line = el('span', 'holder', `${h.owner} · ${h.mode} · #${h.token} · `)
+    // Time left first: it is what changes; the token and owner digest after it.
+    const line = el('span', 'holder')
     const left = el('span', 'left', '…')
     if (h.expiresAt !== undefined) left.dataset.expires = String(h.expiresAt)
-    line.append(left)
+    line.append(left, el('span', 'mode', h.mode), document.createTextNode(`#${h.token} · ${h.owner}`))
+    line.title = `${h.mode} · token ${h.token} · owner ${h.owner}`
     holders.append(line)
   }
   row.append(holders)
@@ -472,21 +482,26 @@ function needToken(status) {
 async function start() {
   const generation = ++state.generation
   state.stream?.abort()
+  state.locks = new Map()
+  state.names = []
+  state.queue = []
   try {
     const info = await api('/v1/info').catch((error) => {
       if (error.status === 401 || error.status === 403) throw error
       return null
     })
     if (info) $('store').textContent = `store: ${info.store}`
+    // Events first, so nothing granted while the list loads is missed.
+    void stream(generation)
     await sync(true)
   } catch (error) {
+    if (generation !== state.generation) return
     if (error.status === 401 || error.status === 403) return needToken(error.status)
     setConnection('error', `cannot list locks: ${error.message}`)
     setTimeout(() => generation === state.generation && start(), 3_000)
     return
   }
   $('auth').hidden = true
-  void stream(generation)
 }
 
 function toast(text, bad) {
