@@ -15,6 +15,8 @@ export interface TakeOptions {
   signal: AbortSignal | undefined
   autoExtend: boolean
   reentrant: boolean
+  /** Internal (lock server): called once when the owner is in the store's line. */
+  onWaiting?: () => void
 }
 
 /**
@@ -55,7 +57,7 @@ export class Keeper {
     }
     let grant
     try {
-      grant = await obtain(this.driver, request, options.waitMs, route, options.signal)
+      grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.onWaiting)
     } catch (error) {
       unwatch()
       throw error

@@ -40,7 +40,7 @@ export type AttemptRequest = Mutable<AcquireRequest>
  * Returns null when `waitMs` is 0 and the lock is busy (tryAcquire).
  */
 export async function obtain(
-  driver: Driver, attempt: AttemptRequest, waitMs: number, route: WakeRoute, signal?: AbortSignal,
+  driver: Driver, attempt: AttemptRequest, waitMs: number, route: WakeRoute, signal?: AbortSignal, onWaiting?: () => void,
 ): Promise<Grant | null> {
   const request = attempt // the same object serves every attempt of this owner
   const started = monotonicNow()
@@ -67,6 +67,7 @@ export async function obtain(
     if (waitMs === 0) return null
     if (!announced) {
       announced = true
+      onWaiting?.()
       if (channels.wait.hasSubscribers) {
         channels.wait.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store } satisfies WaitEvent)
       }

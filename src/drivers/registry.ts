@@ -10,6 +10,8 @@ const FACTORIES: Record<string, () => Promise<DriverFactory>> = {
   'rediss': async () => (await import('./redis/index.js')).createRedisDriver,
   'redis+sentinel': async () => (await import('./redis/index.js')).createRedisDriver,
   'redis+cluster': async () => (await import('./redis/index.js')).createRedisDriver,
+  'http': async () => (await import('./http/index.js')).createHttpDriver,
+  'https': async () => (await import('./http/index.js')).createHttpDriver,
 }
 
 export const knownSchemes = (): string[] => Object.keys(FACTORIES).map((s) => `${s}://`)

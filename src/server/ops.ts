@@ -18,6 +18,11 @@ export function opsRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const types = new Set((request.query.types ?? 'grant,release,expire,lost').split(',') as PublicEventType[])
     reply.hijack()
     const res = reply.raw
+    // Subscribed before the first byte goes out: a client that saw the stream open misses nothing after.
+    const unsubscribe = ctx.hub.subscribe((event) => {
+      if (!types.has(event.type) || !event.name.startsWith(prefix) || !access.allows('read', event.name)) return
+      res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
+    })
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -25,10 +30,6 @@ export function opsRoutes(app: FastifyInstance, ctx: ServerContext): void {
       'x-accel-buffering': 'no',
     })
     res.write(': baton events\n\n')
-    const unsubscribe = ctx.hub.subscribe((event) => {
-      if (!types.has(event.type) || !event.name.startsWith(prefix) || !access.allows('read', event.name)) return
-      res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
-    })
     const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS)
     heartbeat.unref()
     const stream = { end: () => res.end() }

@@ -10,7 +10,7 @@ import { parseWait } from '../core/options.js'
 import { demand } from './auth.js'
 import { accessOf, refuseGrantsIfNotReady, shuttingDown, type ServerContext } from './context.js'
 import { kindOf } from './events.js'
-import { HttpError } from './http-errors.js'
+import { HttpError, toHttpError } from './http-errors.js'
 import { decodeLeaseId, encodeLeaseId, ownerDigest, type LeaseRef } from './lease-id.js'
 import { schemas } from './schemas.js'
 
@@ -38,11 +38,16 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     refuseGrantsIfNotReady(ctx)
     const body = request.body
     const handle = lockHandle(ctx, name, body)
+    const ttlMs = baton.ttl(body.ttl ?? '30s')
     const waitMs = parseWait(body.wait, 0)
+    // The http:// driver asks for NDJSON: a first line once it is in line, then the answer.
+    const stream = waitMs > 0 && request.headers.accept === NDJSON ? new AnswerStream(reply) : undefined
     const started = performance.now()
     const labels = { store: baton.store, kind: kindOf(handle.spec.mode), outcome: 'granted' }
     try {
-      const lease = waitMs === 0 ? await handle.tryAcquire() : await waitFor(ctx, request, reply, handle, waitMs, body.waitId)
+      const lease = waitMs === 0
+        ? await handle.tryAcquire()
+        : await waitFor(ctx, reply, handle, ttlMs, waitMs, body.waitId, stream && (() => stream.line({ state: 'waiting' })))
       if (!lease) throw new HttpError('LOCK_TIMEOUT', `"${name}" is held; send "wait" to wait for it`)
       if (reply.raw.destroyed) {
         // Granted after the client left: nobody will use it, so nobody holds it.
@@ -50,12 +55,14 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
         return reply
       }
       ctx.dataDir?.noteLease(handle.spec.lockDelayMs + lease.remainingMs())
-      return grantBody(leaseRef(handle, lease, baton.ttl(body.ttl ?? '30s')), lease.remainingMs())
+      const answer = grantBody(leaseRef(handle, lease, ttlMs), lease.remainingMs())
+      return stream ? stream.end(answer) : answer
     } catch (error) {
       labels.outcome = isBatonError(error) || error instanceof HttpError ? (error as { code: string }).code.toLowerCase() : 'error'
       if (labels.outcome === 'lock_timeout') ctx.metrics.timeouts.inc({ store: labels.store, kind: labels.kind })
-      if (isBatonError(error, 'ABORTED') && ctx.shuttingDown) throw shuttingDown()
-      throw error
+      const answer = isBatonError(error, 'ABORTED') && ctx.shuttingDown ? shuttingDown() : error
+      if (stream) return stream.fail(answer)
+      throw answer
     } finally {
       ctx.metrics.acquireSeconds.observe(labels, (performance.now() - started) / 1000)
     }
@@ -181,7 +188,8 @@ function lockHandle(ctx: ServerContext, name: string, body: AcquireBody): LockHa
  * which leaves the line.
  */
 async function waitFor(
-  ctx: ServerContext, request: FastifyRequest, reply: FastifyReply, handle: LockHandle, waitMs: number, waitId?: string,
+  ctx: ServerContext, reply: FastifyReply, handle: LockHandle, ttlMs: number, waitMs: number,
+  waitId: string | undefined, onWaiting: (() => void) | undefined,
 ): Promise<Lease> {
   if (waitId !== undefined && ctx.waits.has(waitId)) throw new HttpError('INVALID_ARGUMENT', 'this waitId is already in use; choose a new random one per request')
   ctx.limits.enter(handle.name)
@@ -191,10 +199,13 @@ async function waitFor(
   }
   reply.raw.once('close', onClose)
   ctx.waiting.add(controller)
-  const done = handle.acquire({ wait: waitMs, signal: controller.signal })
+  // Through the keeper rather than handle.acquire() for the "in line" callback.
+  const done = ctx.baton.keeper.take(handle.spec, {
+    ttlMs, waitMs, signal: controller.signal, autoExtend: false, reentrant: false, ...(onWaiting ? { onWaiting } : {}),
+  })
   if (waitId !== undefined) ctx.waits.set(waitId, { controller, done })
   try {
-    const lease = await done
+    const lease = (await done)!
     if (controller.signal.aborted) {
       await lease.release()
       throw new HttpError('ABORTED', 'the wait was ended before the answer could be sent', undefined, 409)
@@ -205,7 +216,43 @@ async function waitFor(
     ctx.waiting.delete(controller)
     if (waitId !== undefined) ctx.waits.delete(waitId)
     reply.raw.off('close', onClose)
-    void request
+  }
+}
+
+const NDJSON = 'application/x-ndjson'
+
+/**
+ * The streamed form of a waiting acquire: `{"state":"waiting"}` as soon as
+ * the request is in the store's line, then one line with the grant or the
+ * error. A client learns that its place is taken without a second request.
+ */
+class AnswerStream {
+  private started = false
+  constructor(private readonly reply: FastifyReply) {
+    reply.hijack()
+  }
+
+  line(value: unknown, status = 200): void {
+    const res = this.reply.raw
+    if (res.destroyed) return
+    if (!this.started) {
+      this.started = true
+      res.writeHead(status, { 'content-type': `${NDJSON}; charset=utf-8`, 'cache-control': 'no-store' })
+    }
+    res.write(`${JSON.stringify(value)}\n`)
+  }
+
+  end(value: unknown): FastifyReply {
+    this.line(value)
+    this.reply.raw.end()
+    return this.reply
+  }
+
+  fail(error: unknown): FastifyReply {
+    const http = toHttpError(error)
+    this.line({ error: { code: http.code, message: http.message } }, http.status)
+    this.reply.raw.end()
+    return this.reply
   }
 }
 

@@ -208,7 +208,7 @@ class OutputTail {
   }
 }
 
-type Probe = (port: number) => Promise<boolean>;
+export type Probe = (port: number) => Promise<boolean>;
 
 interface Incarnation {
   readonly child: ChildProcess;
@@ -266,7 +266,7 @@ async function waitExit(incarnation: Incarnation, timeoutMs: number): Promise<bo
 
 class PortInUseError extends Error {}
 
-class ManagedServer implements RedisServer {
+export class ManagedServer implements RedisServer {
   readonly host = HOST;
   #current: Incarnation;
 

@@ -7,9 +7,12 @@ import { createPrivateMemoryDriver } from '../../drivers/memory/index.js'
 import { TokenAuth } from '../../server/auth.js'
 import { DataDir } from '../../server/data-dir.js'
 import { createLockServer } from '../../server/index.js'
+import { DEFAULT_WAIT_CAPS } from '../../server/limits.js'
+import { invalidArgument } from '../../core/errors.js'
 import { resolveServeConfig } from '../config.js'
 
 export const SERVE_USAGE = `  baton serve [--store URL] [--host 127.0.0.1] [--port 7420] [--data-dir DIR] [--tokens FILE]
+              [--max-waiters 10000] [--max-waiters-per-name 1000]
       the lock server (HTTP/JSON API, /openapi.json, /metrics); env BATON_URL, BATON_HOST,
       BATON_PORT, BATON_DATA_DIR, BATON_TOKENS_FILE; flags win`
 
@@ -21,6 +24,7 @@ export async function serve(args: string[], out: (line: string) => void): Promis
     options: {
       store: { type: 'string' }, host: { type: 'string' }, port: { type: 'string' },
       'data-dir': { type: 'string' }, tokens: { type: 'string' },
+      'max-waiters': { type: 'string' }, 'max-waiters-per-name': { type: 'string' },
     },
   })
   const config = resolveServeConfig(values, process.env)
@@ -31,7 +35,11 @@ export async function serve(args: string[], out: (line: string) => void): Promis
   const baton = embedded
     ? new Baton(createPrivateMemoryDriver(dataDir?.nextToken), newClientId())
     : await connect(config.store)
-  const server = await createLockServer({ baton, ...(auth ? { auth } : {}), ...(dataDir ? { dataDir } : {}) })
+  const waitCaps = {
+    total: count(values['max-waiters'], '--max-waiters', DEFAULT_WAIT_CAPS.total),
+    perName: count(values['max-waiters-per-name'], '--max-waiters-per-name', DEFAULT_WAIT_CAPS.perName),
+  }
+  const server = await createLockServer({ baton, waitCaps, ...(auth ? { auth } : {}), ...(dataDir ? { dataDir } : {}) })
   const address = await server.listen(config.host, config.port)
 
   const store = embedded ? 'the embedded memory store' : parseStoreUrl(config.store).display
@@ -59,4 +67,11 @@ export async function serve(args: string[], out: (line: string) => void): Promis
     process.on('SIGINT', onInt)
   })
   return 0
+}
+
+function count(text: string | undefined, flag: string, fallback: number): number {
+  if (text === undefined) return fallback
+  const value = Number(text)
+  if (!/^\d+$/.test(text) || value < 1) throw invalidArgument(`${flag} must be a whole number of at least 1, got "${text}"`)
+  return value
 }
