@@ -6,7 +6,8 @@
  * Redis.
  */
 import { connect, type Lease } from '../../src/index.js'
-import { launchChromium, startBatonServe } from '../../test/harness/browser.js'
+import { startBatonServer } from '../../test/harness/baton-server.js'
+import { launchChromium } from '../../test/harness/browser.js'
 import { fmtInt, fmtMs, fmtNum, table } from '../report.js'
 import type { BenchContext, Scenario, ScenarioResult } from '../types.js'
 import { sleep } from '../util.js'
@@ -26,7 +27,7 @@ export const dashboard: Scenario = {
   id: 'dashboard',
   title: '12. Dashboard: 10,000 locks and 200 grants/s',
   async run(ctx: BenchContext): Promise<ScenarioResult> {
-    const server = await startBatonServe(ctx.redisUrl)
+    const server = await startBatonServer(['--store', ctx.redisUrl])
     const baton = await connect(ctx.redisUrl)
     const browser = await launchChromium()
     const leases: Lease[] = []
@@ -47,7 +48,7 @@ export const dashboard: Scenario = {
 
       const firstRenders: number[] = []
       for (let load = 0; load < ctx.pick(3, 1); load++) {
-        await page.goto(server.url)
+        await page.goto(server.base)
         await page.waitForFunction(() => (globalThis as any).batonDashboard?.firstRenderMs !== undefined, undefined, { timeout: 30_000 })
         firstRenders.push((await state()).firstRenderMs!)
       }
@@ -76,13 +77,13 @@ export const dashboard: Scenario = {
           if (wait > 0) await sleep(wait)
           try {
             const name = encodeURIComponent(`dash-load/${n % 50}`)
-            const res = await fetch(`${server.url}/v1/locks/${name}/acquire`, {
+            const res = await fetch(`${server.base}/v1/locks/${name}/acquire`, {
               method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ttl: '10s', wait: '5s' }),
             })
             if (!res.ok) throw new Error(`acquire: ${res.status}`)
             const grant = (await res.json()) as { leaseId: string }
             grants++
-            const released = await fetch(`${server.url}/v1/leases/${encodeURIComponent(grant.leaseId)}`, { method: 'DELETE' })
+            const released = await fetch(`${server.base}/v1/leases/${encodeURIComponent(grant.leaseId)}`, { method: 'DELETE' })
             if (!released.ok) throw new Error(`release: ${released.status}`)
           } catch {
             failures++

@@ -5,12 +5,14 @@
  * token. Leaves a screenshot in dist/artifacts/dashboard.png.
  */
 import assert from 'node:assert/strict'
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { Page } from 'playwright-core'
 import { connect, type Baton } from '../../src/index.js'
-import { launchChromium, startBatonServe, type Browser, type BatonServer } from '../harness/browser.js'
+import { startBatonServer, tempDir, type BatonServer } from '../harness/baton-server.js'
+import { launchChromium, type Browser } from '../harness/browser.js'
 import { startRedis, type RedisServer } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
 
@@ -33,7 +35,7 @@ interface Grant {
 }
 
 async function call(method: string, path: string, token: string, body?: unknown): Promise<Response> {
-  return fetch(`${server.url}${path}`, {
+  return fetch(`${server.base}${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -55,15 +57,17 @@ const row = (name: string) => page.locator(`#locks tr[data-name="${name}"]`)
 
 before(async () => {
   redis = await startRedis()
-  server = await startBatonServe(redis.url, [
+  const tokens = join(tempDir('dashboard'), 'tokens.json')
+  writeFileSync(tokens, JSON.stringify([
     { token: READER, rights: ['read'] },
     { token: LOCKER, rights: ['lock'] },
     { token: ADMIN, rights: ['admin'] },
-  ])
+  ]))
+  server = await startBatonServer(['--store', redis.url, '--tokens', tokens])
   direct = await connect(redis.url)
   browser = await launchChromium()
   page = await browser.context.newPage()
-  await page.goto(server.url)
+  await page.goto(server.base)
   // The server wants a token: the page asks for one and keeps it in memory only.
   await page.locator('#auth-token').fill(READER)
   await page.locator('#auth button').click()
