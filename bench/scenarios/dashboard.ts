@@ -90,7 +90,7 @@ export const dashboard: Scenario = {
           }
         }
       }
-      await Promise.all(Array.from({ length: 8 }, (_, w) => load(w, 8)))
+      await Promise.all(Array.from({ length: 32 }, (_, w) => load(w, 32)))
       const elapsed = performance.now() - t0
       const cpu1 = await taskSeconds()
       clearInterval(sampler)

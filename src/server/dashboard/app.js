@@ -25,9 +25,12 @@ const state = {
   names: [],
   prefix: '',
   page: 0,
-  /** Names on the page shown now. */
+  /** Names on the page shown now, and the last of them. */
   visible: new Set(),
+  lastVisible: '',
   tableDirty: true,
+  countDirty: false,
+  eventsDrawnAt: 0,
   eventsDirty: false,
   /** Events received and not yet applied (drained once per frame). */
   queue: [],
@@ -110,9 +113,15 @@ function deleteLock(map, names, name) {
   namesChanged(name)
 }
 
-/** A name came or went: the rows, counts and paging under the filter may move. */
+/**
+ * A name came or went. Under the filter, the count and paging change; the
+ * rows only when it sorts before the end of the page shown (or the page is
+ * not full), so a stream of grants elsewhere costs no redraw of the rows.
+ */
 function namesChanged(name) {
-  if (name.startsWith(state.prefix)) state.tableDirty = true
+  if (!name.startsWith(state.prefix)) return
+  if (state.visible.size < PAGE_SIZE || name <= state.lastVisible) state.tableDirty = true
+  else state.countDirty = true
 }
 
 /** [from, to) of the names starting with the prefix. */
@@ -314,36 +323,51 @@ function frame() {
     state.eventsDirty = true
   }
   if (state.tableDirty) renderTable()
-  if (state.eventsDirty) renderEvents()
+  else if (state.countDirty) renderPaging()
+  // The events list at most four times a second: under a stream of events, nobody reads faster.
+  if (state.eventsDirty) {
+    const now = performance.now()
+    if (now - state.eventsDrawnAt >= 250) renderEvents(now)
+    else setTimeout(schedule, 250 - (now - state.eventsDrawnAt))
+  }
 }
 
 function renderTable() {
   state.tableDirty = false
-  const [from, to] = prefixRange()
-  const count = to - from
-  const pages = Math.max(1, Math.ceil(count / PAGE_SIZE))
-  state.page = Math.min(state.page, pages - 1)
-  const start = from + state.page * PAGE_SIZE
+  const { from, to, start } = renderPaging()
   const shown = state.names.slice(start, Math.min(to, start + PAGE_SIZE))
   const before = state.visible
   state.visible = new Set(shown)
+  state.lastVisible = shown.at(-1) ?? ''
   const fresh = shown.filter((n) => !before.has(n))
   if (fresh.length) wantDetail(fresh)
 
   const body = document.createDocumentFragment()
   for (const name of shown) body.append(lockRow(state.locks.get(name)))
   $('locks').tBodies[0].replaceChildren(body)
-  $('empty').hidden = count > 0
-  $('page-info').textContent = count
-    ? `${(start - from + 1).toLocaleString()}–${(start - from + shown.length).toLocaleString()} of ${count.toLocaleString()} · page ${state.page + 1}/${pages}`
-    : ''
-  $('prev').disabled = state.page === 0
-  $('next').disabled = state.page >= pages - 1
+  $('empty').hidden = to - from > 0
   tick()
   if (state.firstRenderAt === undefined && state.names.length > 0) {
     state.firstRenderAt = performance.now()
     document.body.dataset.rendered = 'true'
   }
+}
+
+/** The count and page controls; returns the filtered range and where the page starts. */
+function renderPaging() {
+  state.countDirty = false
+  const [from, to] = prefixRange()
+  const count = to - from
+  const pages = Math.max(1, Math.ceil(count / PAGE_SIZE))
+  state.page = Math.min(state.page, pages - 1)
+  const start = from + state.page * PAGE_SIZE
+  const shown = Math.min(PAGE_SIZE, to - start)
+  $('page-info').textContent = count
+    ? `${(start - from + 1).toLocaleString()}–${(start - from + shown).toLocaleString()} of ${count.toLocaleString()} · page ${state.page + 1}/${pages}`
+    : ''
+  $('prev').disabled = state.page === 0
+  $('next').disabled = state.page >= pages - 1
+  return { from, to, start }
 }
 
 function el(tag, className, text) {
@@ -390,8 +414,9 @@ function tick() {
   }
 }
 
-function renderEvents() {
+function renderEvents(now) {
   state.eventsDirty = false
+  state.eventsDrawnAt = now
   const list = document.createDocumentFragment()
   for (const event of state.recent.slice(0, RECENT_SHOWN)) {
     const item = el('li', event.type)
