@@ -71,7 +71,7 @@ async function startEtcd(): Promise<Etcd | undefined> {
 
 export const cliStartup: Scenario = {
   id: 'cli-startup',
-  title: '11. `baton run name -- true`: wall time of one locked shell command',
+  title: '12. `baton run name -- true`: wall time of one locked shell command',
   async run(ctx: BenchContext): Promise<ScenarioResult> {
     const scratch = mkdtempSync(join(tmpdir(), 'baton-bench-flock-'))
     const etcd = await startEtcd().catch((error: unknown) => {

@@ -25,7 +25,7 @@ interface PageState {
 
 export const dashboard: Scenario = {
   id: 'dashboard',
-  title: '12. Dashboard: 10,000 locks and 200 grants/s',
+  title: '13. Dashboard: 10,000 locks and 200 grants/s',
   async run(ctx: BenchContext): Promise<ScenarioResult> {
     const server = await startBatonServer(['--store', ctx.redisUrl])
     const baton = await connect(ctx.redisUrl)

@@ -10,6 +10,7 @@ import { memory } from './memory.js'
 import { parallel } from './parallel.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
+import { server } from './server.js'
 import { uncontended } from './uncontended.js'
 
 /**
@@ -18,5 +19,5 @@ import { uncontended } from './uncontended.js'
  */
 export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
-  fairHandoff, fairCommands, rwlockReaders, semaphore, cliStartup, dashboard,
+  fairHandoff, fairCommands, rwlockReaders, semaphore, server, cliStartup, dashboard,
 ]

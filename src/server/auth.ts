@@ -20,9 +20,11 @@ export interface Access {
   allows(right: Right, name: string): boolean
   /** Whether some name under `prefix` could be allowed (for list and events). */
   coversPrefix(name: string): boolean
+  /** Not limited to prefixes (metrics are about every name). */
+  readonly everyName: boolean
 }
 
-export const OPEN: Access = { allows: () => true, coversPrefix: () => true }
+export const OPEN: Access = { allows: () => true, coversPrefix: () => true, everyName: true }
 
 /**
  * Bearer tokens from `--tokens FILE`: a JSON array of
@@ -59,6 +61,7 @@ export class TokenAuth {
     return {
       allows: (right, name) => grant.rights.has(right) && inScope(name),
       coversPrefix: (prefix) => !grant.prefixes || grant.prefixes.some((p) => p.startsWith(prefix) || prefix.startsWith(p)),
+      everyName: !grant.prefixes,
     }
   }
 }

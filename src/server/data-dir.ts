@@ -69,8 +69,8 @@ export class DataDir {
   noteLease(leaseMs: number): void {
     const endsAt = Date.now() + leaseMs
     if (endsAt <= this.state.leasesEndBy && leaseMs <= this.state.longestLeaseMs) return
-    this.state.leasesEndBy = Math.max(this.state.leasesEndBy, endsAt + END_SLACK_MS)
-    this.state.longestLeaseMs = Math.max(this.state.longestLeaseMs, leaseMs + END_SLACK_MS)
+    this.state.leasesEndBy = Math.max(this.state.leasesEndBy, endsAt + Math.min(END_SLACK_MS, leaseMs))
+    this.state.longestLeaseMs = Math.max(this.state.longestLeaseMs, leaseMs)
     this.write()
   }
 

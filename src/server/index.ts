@@ -49,7 +49,7 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
     logger: false, // a request log could carry bearer tokens and lease ids
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     // Lease ids and percent-encoded 256-byte names are longer than find-my-way's default of 100.
-    maxParamLength: 4096,
+    routerOptions: { maxParamLength: 4096 },
     // Router-level refusals (bad URL encoding, too long) answer in the API's error format too.
     frameworkErrors: (error, _request, reply) => sendError(reply, error),
     return503OnClosing: true,

@@ -66,7 +66,7 @@ export function opsRoutes(app: FastifyInstance, ctx: ServerContext): void {
   })
 
   app.get('/metrics', { schema: { summary: 'Prometheus metrics', tags: ['server'] } }, async (request, reply) => {
-    if (!accessOf(request).coversPrefix('')) throw new HttpError('FORBIDDEN', 'metrics cover every name; this token is limited to some prefixes')
+    if (!accessOf(request).everyName) throw new HttpError('FORBIDDEN', 'metrics cover every name; this token is limited to some prefixes')
     return reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics())
   })
 

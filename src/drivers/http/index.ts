@@ -226,18 +226,20 @@ export class HttpDriver implements Driver {
     })
     const answer = first.done ? undefined : (first.value as { state?: string; leaseId?: string; error?: unknown })
     if (!response.ok || !answer || answer.error || !answer.state) {
-      controller.abort()
+      // Read to the end rather than abort, so the connection stays in the keep-alive pool.
+      await drain(lines)
       if (answer?.leaseId) return this.granted(request.owner, answer as GrantBody)
       return this.notGranted(toApiError(response.ok ? 503 : response.status, JSON.stringify(answer ?? {}), response.headers.get('retry-after')))
     }
     // In line: the rest of the stream is the grant (or the end of the wait).
     const done = lines.next().then(
-      (next) => {
+      async (next) => {
         const body = next.done ? undefined : (next.value as { leaseId?: string })
+        await drain(lines)
         return body?.leaseId ? (body as GrantBody) : null
       },
       () => null,
-    ).finally(() => controller.abort())
+    )
     const poll: Poll = { waitId, controller, done, stale: undefined as unknown as NodeJS.Timeout }
     this.polls.set(request.owner, poll)
     this.keepPoll(request.owner, poll, request.queueTtlMs)
@@ -293,6 +295,16 @@ function lockInfo(body: LockBody): LockInfo {
     holders: body.holders.map((h) => ({ owner: owner(h.owner), token: BigInt(h.token), mode: h.mode, expiresAt: h.expiresAt })),
     waiters: body.waiters.map((w) => ({ owner: owner(w.owner), mode: w.mode })),
     lastToken: BigInt(body.lastToken),
+  }
+}
+
+async function drain(lines: AsyncGenerator<unknown>): Promise<void> {
+  try {
+    while (!(await lines.next()).done) {
+      // nothing more is expected after the answer
+    }
+  } catch {
+    // the connection went; nothing to keep
   }
 }
 
