@@ -16,6 +16,8 @@ const CHROMIUM_ARGS = [
 
 export interface Browser {
   readonly context: BrowserContext
+  /** The fresh --user-data-dir of this browser. */
+  readonly profile: string
   close(): Promise<void>
 }
 
@@ -29,6 +31,7 @@ export async function launchChromium(): Promise<Browser> {
   })
   return {
     context,
+    profile,
     async close() {
       await context.close().catch(() => undefined)
       rmSync(profile, { recursive: true, force: true })

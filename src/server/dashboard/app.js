@@ -13,6 +13,7 @@ const RESYNC_MS = 15_000
 const DETAIL_MS = 2_000
 const RECENT_MAX = 100
 const RECENT_SHOWN = 40
+const SLOW_DRAW_MS = 250
 
 const $ = (id) => document.getElementById(id)
 
@@ -30,7 +31,9 @@ const state = {
   lastVisible: '',
   tableDirty: true,
   countDirty: false,
-  eventsDrawnAt: 0,
+  /** When counts and the events list were last drawn, and the timer for the next time. */
+  slowDrawnAt: 0,
+  slowTimer: undefined,
   eventsDirty: false,
   /** Events received and not yet applied (drained once per frame). */
   queue: [],
@@ -323,12 +326,20 @@ function frame() {
     state.eventsDirty = true
   }
   if (state.tableDirty) renderTable()
-  else if (state.countDirty) renderPaging()
-  // The events list at most four times a second: under a stream of events, nobody reads faster.
-  if (state.eventsDirty) {
-    const now = performance.now()
-    if (now - state.eventsDrawnAt >= 250) renderEvents(now)
-    else setTimeout(schedule, 250 - (now - state.eventsDrawnAt))
+  // Counts and the events list at most four times a second: under a stream
+  // of events nobody reads faster, and each redraw costs a layout and paint.
+  const now = performance.now()
+  if (state.countDirty || state.eventsDirty) {
+    if (now - state.slowDrawnAt >= SLOW_DRAW_MS) {
+      state.slowDrawnAt = now
+      if (state.countDirty) renderPaging()
+      if (state.eventsDirty) renderEvents()
+    } else if (!state.slowTimer) {
+      state.slowTimer = setTimeout(() => {
+        state.slowTimer = undefined
+        schedule()
+      }, SLOW_DRAW_MS - (now - state.slowDrawnAt))
+    }
   }
 }
 
@@ -414,9 +425,8 @@ function tick() {
   }
 }
 
-function renderEvents(now) {
+function renderEvents() {
   state.eventsDirty = false
-  state.eventsDrawnAt = now
   const list = document.createDocumentFragment()
   for (const event of state.recent.slice(0, RECENT_SHOWN)) {
     const item = el('li', event.type)
@@ -487,6 +497,19 @@ function everySecond() {
   $('n-waiters').textContent = waiters.toLocaleString()
   $('n-rate').textContent = lastGrants.toLocaleString()
   $('n-latency').textContent = lastLatency === null ? '—' : `${lastLatency.toFixed(1)} ms`
+}
+
+/**
+ * Reloads the whole list now and then, for locks taken on the store by other
+ * clients (no event announces them). At least RESYNC_MS apart, and 20 times
+ * as long as the last reload took, so a large store is not kept busy listing.
+ */
+function resyncLater(lastTookMs = 0) {
+  setTimeout(async () => {
+    const started = performance.now()
+    if (state.replay === null && state.stream && !state.stream.signal.aborted) await sync(false).catch(() => undefined)
+    resyncLater(performance.now() - started)
+  }, Math.max(RESYNC_MS, 20 * lastTookMs))
 }
 
 // ---------------------------------------------------------------------------
@@ -592,9 +615,7 @@ makeChart()
 setInterval(tick, 250)
 setInterval(everySecond, 1_000)
 setInterval(() => wantDetail(state.visible), DETAIL_MS)
-setInterval(() => {
-  if (state.replay === null && state.stream && !state.stream.signal.aborted) void sync(false).catch(() => undefined)
-}, RESYNC_MS)
+resyncLater()
 void start()
 
 /** For tests and the benchmark: how far the page is. */
