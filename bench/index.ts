@@ -6,9 +6,11 @@
  *
  * BENCH_QUICK=1  short smoke run (~40 s)
  * BENCH_ONLY=id,id  run only these scenarios (ids in bench/scenarios/*.ts)
+ * BENCH_PG_FSYNC=off  PostgreSQL scenarios without WAL flushes (CPU cost only)
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
+import { startPostgres, type PostgresServer } from '../test/harness/postgres.js'
 import { startRedis, stopAll } from '../test/harness/servers.js'
 import { closeRedis, openRedis } from './peers/redis-client.js'
 import { redisVersion } from './redis-info.js'
@@ -22,6 +24,7 @@ const REPORT_FILE = new URL('../../bench/last-run.md', import.meta.url)
 const quick = process.env.BENCH_QUICK === '1'
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean)
 const started = Date.now()
+let postgres: Promise<PostgresServer> | undefined
 
 function log(message: string): void {
   process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s] ${message}\n`)
@@ -54,6 +57,16 @@ async function main(): Promise<number> {
   const ctx: BenchContext = {
     redis,
     redisUrl: redis.url,
+    async postgresUrl() {
+      postgres ??= startPostgres({
+        fsync: process.env.BENCH_PG_FSYNC !== 'off',
+        settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' },
+      }).then((server) => {
+        log(`postgres (own cluster, fsync ${process.env.BENCH_PG_FSYNC === 'off' ? 'off' : 'on'}) at 127.0.0.1:${server.port} (pid ${server.pid})`)
+        return server
+      })
+      return (await postgres).url
+    },
     quick,
     log,
     pick: (full, short) => (quick ? short : full),
@@ -116,6 +129,7 @@ try {
 } finally {
   await stopWorkers()
   await stopAll()
+  await postgres?.then((server) => server.stop(), () => {})
 }
 // Abandoned flows of a stuck peer could keep the event loop alive.
 process.exit(code)

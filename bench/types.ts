@@ -5,6 +5,11 @@ export interface BenchContext {
   /** The redis-server started for this benchmark (never the system one). */
   readonly redis: RedisServer
   readonly redisUrl: string
+  /**
+   * URL of a private PostgreSQL cluster (with pg_stat_statements), started on
+   * first call, so runs of Redis scenarios only never start one.
+   */
+  postgresUrl(): Promise<string>
   /** BENCH_QUICK=1: a short smoke run with fewer, shorter measurements. */
   readonly quick: boolean
   /** Progress line on stderr (the report goes to stdout). */

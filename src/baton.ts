@@ -1,6 +1,5 @@
 import type { Driver, HoldMode, LockInfo, LockKind, LockSpec } from './core/driver.js'
-import { parseDuration } from './core/duration.js'
-import { invalidArgument } from './core/errors.js'
+import { parseDuration, parseTtl } from './core/duration.js'
 import { Keeper } from './core/keeper.js'
 import { validateName, validatePrefix } from './core/names.js'
 import { checkOptions, optionalBoolean, parsePermits } from './core/options.js'
@@ -29,6 +28,8 @@ export interface LockView {
   holders: HolderView[]
   waiters: { owner: string; mode: HoldMode }[]
   lastToken: bigint
+  /** How the store bent the settings asked for (e.g. a lease floor), when it did. */
+  note?: string
 }
 
 /** A client of one store. Create it with connect(). */
@@ -88,6 +89,7 @@ export class Baton {
 
   /** Who holds `name`, who waits, and the last token; null when the name is free. */
   async inspect(name: string): Promise<LockView | null> {
+    this.keeper.checkOpen()
     const info = await this.driver.inspect(validateName(name))
     return info && this.view(info)
   }
@@ -96,6 +98,7 @@ export class Baton {
   async list(options?: { prefix?: string }): Promise<LockView[]> {
     const opts = checkOptions<{ prefix: string }>(options, 'list()', ['prefix'])
     const prefix = validatePrefix(opts.prefix)
+    this.keeper.checkOpen()
     const views: LockView[] = []
     for await (const info of this.driver.list(prefix)) views.push(this.view(info))
     return views.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -103,14 +106,20 @@ export class Baton {
 
   /** Admin: drops every hold and waiter of `name`; holders' signals fire. True if it was held. */
   async forceRelease(name: string): Promise<boolean> {
+    this.keeper.checkOpen()
     return this.driver.forceRelease(validateName(name))
   }
 
-  /** Stops renewals and closes the store connection. Holds then expire by their ttl. */
-  async close(): Promise<void> {
-    await this.keeper.close()
-    await this.driver.close()
+  /**
+   * Ends pending acquires with CLOSED (leaving no line entry behind), stops
+   * renewals and closes the store connection. Holds then expire by their ttl.
+   * Later calls on this client fail with CLOSED. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closed ??= this.keeper.close().then(() => this.driver.close())
+    return this.closed
   }
+  private closed: Promise<void> | undefined
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close()
@@ -133,9 +142,7 @@ export class Baton {
 
   /** @internal */
   ttl(value: MutexOptions['ttl']): number {
-    const ttlMs = parseDuration(value ?? DEFAULT_TTL, 'ttl')
-    if (ttlMs < 10) throw invalidArgument(`"ttl" must be at least 10 ms so the lease can be renewed in time, got ${ttlMs} ms`)
-    return ttlMs
+    return parseTtl(value ?? DEFAULT_TTL)
   }
 
   private view(info: LockInfo): LockView {
@@ -147,6 +154,7 @@ export class Baton {
       holders: info.holders.map((h) => ({ ...h, count: this.keeper.countOf(h.owner) })),
       waiters: info.waiters.map((w) => ({ ...w })),
       lastToken: info.lastToken,
+      ...(info.note !== undefined ? { note: info.note } : {}),
     }
   }
 }

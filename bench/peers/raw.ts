@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
-import { nextValue, sleep } from '../util.js'
+import { nextValue } from '../util.js'
+import { pollingContender } from './polling.js'
 import { closeRedis, openRedis } from './redis-client.js'
 import type { Contender, PeerDef, Release } from './types.js'
 
@@ -28,19 +29,6 @@ export const raw: PeerDef = {
         await client.benchCompareAndDelete(key, value)
       }
     }
-    return {
-      label: raw.label('default'),
-      tryAcquire: attempt,
-      async acquire(key) {
-        const deadline = Date.now() + waitMs
-        for (;;) {
-          const release = await attempt(key)
-          if (release) return release
-          if (Date.now() >= deadline) throw new Error(`raw: "${key}" still taken after ${waitMs} ms`)
-          await sleep(1)
-        }
-      },
-      close: () => closeRedis(client),
-    }
+    return pollingContender(raw.label('default'), waitMs, attempt, () => closeRedis(client))
   },
 }

@@ -21,6 +21,8 @@ export interface ForkedOptions {
   windowMs: number
   /** Count the commands each worker's ioredis clients send during the window. */
   countCommands?: boolean
+  /** Store URL of the workers' contenders (default: the benchmark's Redis). */
+  url?: string
 }
 
 export interface ForkedRun {
@@ -58,7 +60,7 @@ export function forkedFlows(ctx: BenchContext, o: ForkedOptions): ForkedFlows {
   const ensureWorkers = async (): Promise<WorkerProcess[]> => {
     if (workers.length !== o.processes) {
       dropWorkers()
-      workers = await Promise.all(Array.from({ length: o.processes }, () => WorkerProcess.start({ url: ctx.redisUrl })))
+      workers = await Promise.all(Array.from({ length: o.processes }, () => WorkerProcess.start({ url: o.url ?? ctx.redisUrl })))
     }
     return workers
   }

@@ -1,6 +1,7 @@
 import type { Scenario } from '../types.js'
 import { cliStartup } from './cli-startup.js'
 import { commands } from './commands.js'
+import { consensusScenarios } from './consensus.js'
 import { dashboard } from './dashboard.js'
 import { fairCommands } from './fair-commands.js'
 import { fairHandoff } from './fair-handoff.js'
@@ -8,6 +9,7 @@ import { handoff } from './handoff.js'
 import { memoryStore } from './memory-store.js'
 import { memory } from './memory.js'
 import { parallel } from './parallel.js'
+import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
 import { server } from './server.js'
@@ -19,5 +21,7 @@ import { uncontended } from './uncontended.js'
  */
 export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
-  fairHandoff, fairCommands, rwlockReaders, semaphore, server, cliStartup, dashboard,
+  fairHandoff, fairCommands, rwlockReaders, semaphore,
+  pgUncontended, pgHandoff, pgStatements,
+  ...consensusScenarios, server, cliStartup, dashboard,
 ]

@@ -32,6 +32,8 @@ export interface PairsScenarioOptions {
   warmupMs: [full: number, quick: number]
   /** subject ≥ minRatio × baseline. */
   minRatio: number
+  /** Which store the contenders use (default redis). */
+  store?: 'redis' | 'postgres'
   /** Also: subject ≥ every other (non-baseline) contender. */
   beatEveryPeer?: boolean
 }
@@ -63,7 +65,7 @@ export function pairsScenario(o: PairsScenarioOptions): Scenario {
         return { rate: (r.pairs / r.elapsedMs) * 1000 }
       }
 
-      const entrants = await openEntrants(o.contenders, ctx.redisUrl)
+      const entrants = await openEntrants(o.contenders, o.store === 'postgres' ? await ctx.postgresUrl() : ctx.redisUrl)
       let results: Map<string, Outcome<PairStats>[]>
       try {
         const warmupMs = ctx.pick(...o.warmupMs)

@@ -79,7 +79,14 @@ export interface HolderSummary {
 export type AcquireResult =
   /** Granted: `ttlMs` is the lease the store set, counted from its grant. */
   | { readonly status: 'granted'; readonly token: bigint; readonly ttlMs: number }
-  /** Not granted now. `retryAfterMs`: when trying again could succeed even without a wake-up. */
+  /**
+   * Not granted now. `retryAfterMs`: when trying again could succeed even
+   * without a wake-up. The core sleeps until then (or until a wake-up, or the
+   * line entry's refresh, whichever is first), so this is how a store keeps a
+   * dying holder from bringing every waiter back at once: a store that hands
+   * over answers the head of its line with the holders' lease end, and the
+   * waiters behind it (served by hand-overs) with at least their `queueTtlMs`.
+   */
   | { readonly status: 'busy'; readonly retryAfterMs: number; readonly holder?: HolderSummary }
   /** Can never succeed as asked (another kind or permit count uses the name): the core throws INVALID_ARGUMENT. */
   | { readonly status: 'conflict'; readonly detail: string }
@@ -119,6 +126,13 @@ export interface LockInfo {
   readonly waiters: readonly { readonly owner: string; readonly mode: HoldMode }[]
   /** Highest token granted so far for this name. */
   readonly lastToken: bigint
+  /**
+   * How the store bends what was asked, when it does (a lease floor that
+   * raises short ttls, for instance). Optional: stores that keep every
+   * setting exactly leave it out. Added for etcd and ZooKeeper, whose lease
+   * and session floors must be shown, never applied silently.
+   */
+  readonly note?: string
 }
 
 export interface Capabilities {
@@ -169,9 +183,10 @@ export interface Driver {
   list(prefix: string): AsyncIterable<LockInfo>
   /**
    * Frees `name` at once: drops every hold (holders get a `lost` wake-up),
-   * grants it to nobody, and wakes every live waiter with `retry` so they try
-   * again now and the line order decides. No lock delay applies. True if
-   * anything was held.
+   * grants it to nobody, and drops the line, waking every waiter whose entry
+   * is live with `retry`: live waiters line up again at once (in the order
+   * their retries arrive), so a dead waiter at the head can never be handed
+   * the name. No lock delay applies. True if anything was held.
    */
   forceRelease(name: string): Promise<boolean>
   close(): Promise<void>

@@ -47,3 +47,15 @@ function describe(value: unknown): string {
   if (value === null) return 'null'
   return typeof value
 }
+
+/** Shortest lease: the watchdog must be able to renew it in time. */
+export const MIN_TTL_MS = 10
+
+/** A lease length (`ttl`, `lease.extend(ttl)`): a duration from 10 ms to MAX_DURATION_MS. */
+export function parseTtl(value: unknown, setting = 'ttl'): number {
+  const ttlMs = parseDuration(value, setting)
+  if (ttlMs < MIN_TTL_MS) {
+    throw invalidArgument(`"${setting}" must be at least ${MIN_TTL_MS} ms so the lease can be renewed in time, got ${ttlMs} ms`)
+  }
+  return ttlMs
+}

@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'QUORUM_NOT_REACHED'
   | 'UNAUTHORIZED'
   | 'FORBIDDEN'
+  /** The client was closed: pending acquires end with it, later calls fail with it. */
+  | 'CLOSED'
 
 /** Codes for which trying the same call again later can succeed. */
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -65,16 +67,27 @@ export const invalidArgument = (message: string, cause?: unknown): BatonError =>
  * Wraps a transport failure of a store. Drivers call this and never build
  * messages of their own, so every store reports an outage the same way.
  */
-export function backendUnavailable(store: string, cause: unknown): BatonError {
+export function backendUnavailable(store: string, cause: unknown, answered = isReplyError(cause)): BatonError {
   if (cause instanceof BatonError) return cause
   const detail = cause instanceof Error ? cause.message : String(cause)
-  // A store that answered with an error (a refused command, a full disk, a
-  // key of another program) is not the same as one that did not answer.
-  const answered = cause instanceof Error && cause.name === 'ReplyError'
   const message = answered
     ? `the ${store} answered with an error: ${detail}`
     : `the ${store} did not answer (${detail}); check that it is running and reachable, or raise "connectTimeout" / "commandTimeout" in connect() options`
   return new BatonError('BACKEND_UNAVAILABLE', message, { cause })
+}
+
+/**
+ * A store that answered with an error (a refused command, a full disk, a key
+ * of another program) is not the same as one that did not answer. Drivers
+ * whose client library marks answered errors otherwise pass `answered`.
+ */
+function isReplyError(cause: unknown): boolean {
+  return cause instanceof Error && cause.name === 'ReplyError'
+}
+
+/** The store refused the credentials (or asked for some): not retryable, names the user, never the password. */
+export function unauthorized(store: string, message: string, cause?: unknown): BatonError {
+  return new BatonError('UNAUTHORIZED', `the ${store} refused the connection: ${message}`, { cause })
 }
 
 export function leaseLost(name: string, why: string): BatonError {
@@ -95,4 +108,8 @@ export function aborted(name: string, reason: unknown): BatonError {
     cause: reason,
     lockName: name,
   })
+}
+
+export function clientClosed(what = 'this baton client'): BatonError {
+  return new BatonError('CLOSED', `${what} is closed (close() was called); call connect() again for a new one`)
 }

@@ -1,10 +1,11 @@
 import type { Driver, ExtendResult, HoldRef, LockSpec } from './driver.js'
-import { BatonError, invalidArgument } from './errors.js'
+import { setMaxListeners } from 'node:events'
+import { aborted, clientClosed, invalidArgument, lockTimeout } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { channels } from './events.js'
 import { Hold, Lease } from './lease.js'
 import { newOwnerId, newSecretOwnerId } from './owner.js'
-import { heldInFlow } from './reentrancy.js'
+import { scopeInFlow, type Reentry } from './reentrancy.js'
 import { obtain, WakeRoute, type AttemptRequest } from './waiter.js'
 import { Watchdog } from './watchdog.js'
 
@@ -15,8 +16,10 @@ export interface TakeOptions {
   signal: AbortSignal | undefined
   autoExtend: boolean
   reentrant: boolean
+  /** When busy and `waitMs` is 0: resolve null (tryAcquire) instead of LOCK_TIMEOUT. */
+  nullIfBusy: boolean
   /** Internal (lock server): called once when the owner is in the store's line. */
-  onWaiting?: () => void
+  onWaiting?: (owner: string) => void
 }
 
 /**
@@ -27,54 +30,85 @@ export class Keeper {
   readonly watchdog = new Watchdog()
   /** Live holds of this client by owner, for reentrancy counts in inspect(). */
   private readonly live = new Map<string, Hold>()
-  private closed = false
   /**
    * Internal, for the lock server: owners carry 128 random bits, because the
    * server hands them out inside lease ids and a guessable owner would let
    * anyone extend or release another's hold.
    */
   secretOwners = false
+  /** Aborted by close(), with the CLOSED error every pending acquire ends with. */
+  private readonly closing = new AbortController()
+  /** take() calls not yet settled: close() waits for them to undo what they did in the store. */
+  private taking = 0
+  private drained: (() => void) | undefined
+  private drain: Promise<void> | undefined
 
-  constructor(readonly driver: Driver, readonly clientId: string) {}
+  constructor(readonly driver: Driver, readonly clientId: string) {
+    // Every waiter listens to it; that is not a leak.
+    setMaxListeners(0, this.closing.signal)
+  }
+
+  get closed(): boolean {
+    return this.closing.signal.aborted
+  }
+
+  /** Throws CLOSED once close() was called. */
+  checkOpen(): void {
+    if (this.closed) throw this.closing.signal.reason as Error
+  }
 
   async take(spec: LockSpec, options: TakeOptions): Promise<Lease | null> {
-    if (this.closed) throw new BatonError('INVALID_ARGUMENT', 'this baton client is closed; call connect() again')
-    if (options.reentrant) {
-      const inFlow = heldInFlow<Hold>(this.clientId, spec.name)
-      if (inFlow) return this.reenter(inFlow, spec)
-    }
-
-    const owner = this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId)
-    const route = new WakeRoute()
-    const unwatch = this.driver.watch(spec.name, owner, route.deliver)
-    const started = monotonicNow()
-    // One object serves as every attempt's request and then as the hold's ref.
-    // Spelled out, not spread: V8 turns `{ ...spec, more }` into a slow
-    // dictionary object, which cost more than the rest of an acquire.
-    const request: AttemptRequest & { token: bigint } = {
-      name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
-      lockDelayMs: spec.lockDelayMs, owner, ttlMs: options.ttlMs, enqueue: false, queueTtlMs: 0, retry: false, token: 0n,
-    }
-    let grant
+    this.checkOpen()
+    this.taking++
     try {
-      grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.onWaiting)
-    } catch (error) {
-      unwatch()
-      throw error
+      if (options.reentrant) {
+        const scope = scopeInFlow(this.clientId, spec.name)
+        if (scope) {
+          const lease = await this.reenter(scope, spec, options)
+          if (lease !== undefined) return lease
+        }
+      }
+
+      const owner = this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId)
+      const route = new WakeRoute()
+      const unwatch = this.driver.watch(spec.name, owner, route.deliver)
+      const started = monotonicNow()
+      // One object serves as every attempt's request and then as the hold's ref.
+      // Spelled out, not spread: V8 turns `{ ...spec, more }` into a slow
+      // dictionary object, which cost more than the rest of an acquire.
+      const request: AttemptRequest & { token: bigint } = {
+        name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
+        lockDelayMs: spec.lockDelayMs, owner, ttlMs: options.ttlMs, enqueue: false, queueTtlMs: 0, retry: false, token: 0n,
+      }
+      let grant
+      try {
+        grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closing.signal, options.onWaiting)
+      } catch (error) {
+        unwatch()
+        throw error
+      }
+      if (!grant) {
+        unwatch()
+        return null
+      }
+      if (this.closed) {
+        // close() came while the grant was on its way: leave nothing behind.
+        unwatch()
+        await this.driver.release(request).catch(() => {})
+        this.checkOpen()
+      }
+      request.token = grant.token
+      const hold = new Hold(this.driver, request, grant, this, unwatch)
+      this.live.set(owner, hold)
+      route.to(hold)
+      if (options.autoExtend) this.watchdog.add(hold)
+      if (channels.acquire.hasSubscribers) {
+        channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff })
+      }
+      return new Lease(hold, this.clientId, spec.mode, hold.turns.enter(hold, undefined))
+    } finally {
+      if (--this.taking === 0) this.drained?.()
     }
-    if (!grant) {
-      unwatch()
-      return null
-    }
-    request.token = grant.token
-    const hold = new Hold(this.driver, request, grant, this, unwatch)
-    this.live.set(owner, hold)
-    route.to(hold)
-    if (options.autoExtend) this.watchdog.add(hold)
-    if (channels.acquire.hasSubscribers) {
-      channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff })
-    }
-    return new Lease(hold, this.clientId, spec.mode)
   }
 
   /** Called by a hold when it ends (released or lost). */
@@ -83,32 +117,73 @@ export class Keeper {
     this.live.delete(hold.ref.owner)
   }
 
-  private reenter(hold: Hold, spec: LockSpec): Lease {
-    const held = hold.ref
-    const fits =
-      held.mode === spec.mode || (held.mode === 'write' && spec.mode === 'read')
-    if (!fits) {
-      throw invalidArgument(
-        `cannot take "${spec.name}" as ${spec.mode} while this flow holds it as ${held.mode}: ` +
-          (held.mode === 'read' && spec.mode === 'write'
-            ? 'upgrading a read lock to a write lock would deadlock; release the read lock first'
-            : 'release the held lock first'),
-      )
+  /**
+   * Re-enters the hold this flow is inside of. A flow nested in the innermost
+   * open re-entry goes in at once; a sibling flow (started side by side inside
+   * the same scope) waits locally for its turn, within `wait`. Undefined when
+   * the hold ended meanwhile: the caller then asks the store like anyone else.
+   */
+  private async reenter(scope: Reentry, spec: LockSpec, options: TakeOptions): Promise<Lease | null | undefined> {
+    const started = monotonicNow()
+    for (;;) {
+      const hold = scope.hold as Hold
+      const at = hold.active ? hold.turns.around(scope) : undefined
+      if (!at) return undefined
+      const held = hold.ref
+      const fits = held.mode === spec.mode || (held.mode === 'write' && spec.mode === 'read')
+      if (!fits) {
+        throw invalidArgument(
+          `cannot take "${spec.name}" as ${spec.mode} while this flow holds it as ${held.mode}: ` +
+            (held.mode === 'read' && spec.mode === 'write'
+              ? 'upgrading a read lock to a write lock would deadlock; release the read lock first'
+              : 'release the held lock first'),
+        )
+      }
+      if (hold.turns.isInnermost(at)) {
+        hold.count += 1
+        if (channels.acquire.hasSubscribers) {
+          channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: true, handoff: false })
+        }
+        return new Lease(hold, this.clientId, spec.mode, hold.turns.enter(hold, at))
+      }
+      const left = started + options.waitMs - monotonicNow()
+      if (left <= 0) {
+        if (options.nullIfBusy) return null
+        throw lockTimeout(spec.name, Math.round(monotonicNow() - started))
+      }
+      await this.turnOrStop(hold, spec.name, left, options.signal)
     }
-    hold.count += 1
-    if (channels.acquire.hasSubscribers) channels.acquire.publish({ ...hold.event(), waitedMs: 0, reentered: true, handoff: false })
-    return new Lease(hold, this.clientId, spec.mode)
   }
 
-  /** Live holds of this client. */
-  get holdCount(): number {
-    return this.live.size
+  /** Waits until a re-entry of `hold` ends; throws on timeout, abort or close. */
+  private async turnOrStop(hold: Hold, name: string, leftMs: number, signal: AbortSignal | undefined): Promise<void> {
+    this.checkOpen()
+    if (signal?.aborted) throw aborted(name, signal.reason)
+    const turn = hold.turns.changed()
+    let timer: NodeJS.Timeout | undefined
+    let onStop!: () => void
+    const stopped = new Promise<'stopped'>((resolve) => {
+      onStop = () => resolve('stopped')
+      signal?.addEventListener('abort', onStop, { once: true })
+      this.closing.signal.addEventListener('abort', onStop, { once: true })
+    })
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      if (Number.isFinite(leftMs)) timer = setTimeout(() => resolve('timeout'), leftMs)
+    })
+    const outcome = await Promise.race([turn.promise, stopped, timedOut])
+    turn.cancel()
+    clearTimeout(timer)
+    signal?.removeEventListener('abort', onStop)
+    this.closing.signal.removeEventListener('abort', onStop)
+    this.checkOpen()
+    if (signal?.aborted) throw aborted(name, signal.reason)
+    if (outcome === 'timeout') throw lockTimeout(name, Math.round(leftMs))
   }
 
   /** Reentrant handles on `owner`'s hold when this client has it, else 1. */
-  countOf(owner: string): number {
-    const hold = this.live.get(owner)
-    return hold?.active ? hold.count : 1
+  /** Live holds of this client. */
+  get holdCount(): number {
+    return this.live.size
   }
 
   /*
@@ -123,6 +198,7 @@ export class Keeper {
 
   /** Renews many refs in one driver batch. */
   async extendRefs(refs: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
+    this.checkOpen()
     const sentAt = monotonicNow()
     const results = await this.driver.extend(refs, ttlMs)
     refs.forEach((ref, i) => {
@@ -136,6 +212,7 @@ export class Keeper {
 
   /** Releases a ref; true if it was held. */
   async releaseRef(ref: HoldRef): Promise<boolean> {
+    this.checkOpen()
     const hold = this.localHold(ref)
     if (hold) return hold.release()
     const held = await this.driver.release(ref)
@@ -145,6 +222,7 @@ export class Keeper {
 
   /** Turns a write ref into a read ref of the same token; false if the hold is gone. */
   async downgradeRef(ref: HoldRef): Promise<boolean> {
+    this.checkOpen()
     if (!this.driver.downgrade || ref.mode !== 'write') return false
     const hold = this.localHold(ref)
     if (hold) {
@@ -163,8 +241,19 @@ export class Keeper {
     return { name: ref.name, owner: ref.owner, token: ref.token, mode: ref.mode, store: this.driver.store }
   }
 
+  countOf(owner: string): number {
+    const hold = this.live.get(owner)
+    return hold?.active ? hold.count : 1
+  }
+
+  /**
+   * Ends every pending acquire with CLOSED and waits until each has undone
+   * what it did in the store (its line entry, a grant racing the close).
+   * Holds already granted stay until released or expired.
+   */
   async close(): Promise<void> {
-    this.closed = true
+    if (!this.closed) this.closing.abort(clientClosed())
     this.watchdog.close()
+    if (this.taking > 0) await (this.drain ??= new Promise<void>((resolve) => { this.drained = resolve }))
   }
 }

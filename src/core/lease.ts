@@ -1,9 +1,10 @@
 import type { Driver, HoldRef, Wake } from './driver.js'
 import { BatonError, leaseLost } from './errors.js'
 import { monotonicNow } from './clock.js'
+import { parseTtl, type Duration } from './duration.js'
 import { channels, type HoldEvent, type LostEvent } from './events.js'
 import { safetyMarginMs } from './margin.js'
-import { runHolding, scopeKey, type ScopedHold } from './reentrancy.js'
+import { runHolding, scopeKey, Turns, type Reentry, type ScopedHold } from './reentrancy.js'
 import type { Grant } from './waiter.js'
 
 type HoldState = 'held' | 'released' | 'lost'
@@ -20,6 +21,8 @@ export class Hold implements ScopedHold {
   count = 1
   /** Of those, handles taken as write: when they are gone but readers remain, the hold is downgraded. */
   writers = 0
+  /** Whose turn it is among this client's flows re-entering the hold. */
+  readonly turns = new Turns()
   /** Monotonic instant the store's lease surely ends (from the last confirmed grant or renewal). */
   deadline = 0
   ttlMs: number
@@ -35,7 +38,7 @@ export class Hold implements ScopedHold {
     /** Replaced (not mutated) when a write hold is downgraded to read. */
     public ref: HoldRef,
     grant: Grant,
-    private readonly keeper: { forget(hold: Hold): void },
+    private readonly keeper: { forget(hold: Hold): void; checkOpen(): void },
     private readonly unwatch: () => void,
   ) {
     this.ttlMs = grant.ttlMs
@@ -88,15 +91,28 @@ export class Hold implements ScopedHold {
     // be working, so the store keeps the hold to its end (and lock delay after).
   }
 
+  /**
+   * Releases the hold in the store. A release that failed (the store did not
+   * answer) is tried again by the next call; one that succeeded, or a hold
+   * that was lost, makes further calls no-ops.
+   */
   /** True if the store still had the hold. */
   async release(): Promise<boolean> {
-    if (this.state !== 'held') return false
-    this.state = 'released'
-    this.stop()
+    if (this.state === 'lost' || this.releasedInStore) return false
+    this.keeper.checkOpen()
+    if (this.state === 'held') {
+      this.state = 'released'
+      this.stop()
+      if (channels.release.hasSubscribers) channels.release.publish(this.event())
+    }
+    // Calls that overlap may both reach the store: release is idempotent there.
     if (this.renewing) await this.renewing.catch(() => {})
-    if (channels.release.hasSubscribers) channels.release.publish(this.event())
-    return this.driver.release(this.ref)
+    const held = await this.driver.release(this.ref)
+    this.releasedInStore = true
+    return held
   }
+
+  private releasedInStore = false
 
   /**
    * The last write handle went while read handles remain: keep only a read
@@ -113,6 +129,7 @@ export class Hold implements ScopedHold {
 
   async extend(ttlMs: number): Promise<void> {
     if (this.state !== 'held') throw this.notHeldError()
+    this.keeper.checkOpen()
     const sentAt = monotonicNow()
     const [result] = await this.driver.extend([this.ref], ttlMs)
     this.applyExtend(result!, sentAt, ttlMs)
@@ -121,6 +138,12 @@ export class Hold implements ScopedHold {
 
   applyExtend(result: { status: 'extended'; ttlMs: number } | { status: 'lost' }, sentAt: number, ttlMs: number): void {
     if (result.status === 'lost') return this.lose('the store no longer has it (it expired or was taken over)')
+    if (this.state === 'lost') {
+      // The renewal landed after this client declared the hold lost (and told
+      // its user to stop): nobody would release what it renewed, so do it now.
+      this.driver.release(this.ref).catch(() => {})
+      return
+    }
     this.ttlMs = ttlMs
     this.confirm(sentAt, result.ttlMs)
     if (channels.extend.hasSubscribers) channels.extend.publish(this.event())
@@ -139,6 +162,8 @@ export class Hold implements ScopedHold {
     clearTimeout(this.lossTimer)
     this.keeper.forget(this)
     this.unwatch()
+    // Flows waiting for their turn to re-enter now contend like anyone else.
+    this.turns.wakeAll()
   }
 }
 
@@ -158,6 +183,8 @@ export class Lease implements AsyncDisposable {
     private readonly clientId: string,
     /** How this handle was asked for; a read handle inside a write scope rides on the write hold. */
     private readonly side: HoldRef['mode'],
+    /** This handle's turn among the hold's re-entries; ends with release(). */
+    private readonly entry: Reentry,
   ) {
     if (side === 'write') hold.writers += 1
   }
@@ -180,16 +207,29 @@ export class Lease implements AsyncDisposable {
     return Math.max(0, Math.floor(this.hold.deadline - monotonicNow()))
   }
 
-  /** Renews the lease to `ttl` (default: the lock's ttl). Throws LEASE_LOST if the store let it go. */
-  async extend(ttlMs?: number): Promise<void> {
+  /**
+   * Renews the lease to `ttl` (a duration, as the lock's `ttl`; default: the
+   * lock's ttl). Throws LEASE_LOST if the store let it go, INVALID_ARGUMENT
+   * (the hold untouched) for a bad duration.
+   */
+  async extend(ttl?: Duration): Promise<void> {
+    const ttlMs = ttl === undefined ? this.hold.ttlMs : parseTtl(ttl)
     if (this.released) throw this.hold.notHeldError()
-    await this.hold.extend(ttlMs ?? this.hold.ttlMs)
+    await this.hold.extend(ttlMs)
   }
 
-  /** Releases this handle; the store hold goes when the last reentrant handle does. Idempotent. */
+  /**
+   * Releases this handle; the store hold goes when the last reentrant handle
+   * does. Idempotent; after a release that failed (BACKEND_UNAVAILABLE), a
+   * second call tries the store again.
+   */
   async release(): Promise<void> {
-    if (this.released) return
+    if (this.released) {
+      if (this.hold.count === 0) await this.hold.release()
+      return
+    }
     this.released = true
+    this.hold.turns.leave(this.entry)
     this.hold.count -= 1
     if (this.side === 'write') this.hold.writers -= 1
     if (this.hold.count === 0) {
@@ -199,9 +239,12 @@ export class Lease implements AsyncDisposable {
     if (this.hold.writers === 0) await this.hold.downgrade()
   }
 
-  /** Runs `fn` in a scope where nested acquires of this lock re-enter this hold. */
+  /**
+   * Runs `fn` in a scope where nested acquires of this lock re-enter this
+   * hold. Flows `fn` starts side by side take turns re-entering it.
+   */
   run<R>(fn: (lease: Lease) => R): R {
-    return runHolding(scopeKey(this.clientId, this.hold.ref.name), this.hold, () => fn(this))
+    return runHolding(scopeKey(this.clientId, this.hold.ref.name), this.entry, () => fn(this))
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -13,61 +13,101 @@ export interface StoreUrl {
   /** Path without the leading '/', decoded ('' when absent). */
   readonly path: string
   readonly params: URLSearchParams
-  /** The URL with its password masked, for messages. */
+  /** The URL with every credential masked, for messages. */
   readonly display: string
 }
 
-const SHAPE = /^([a-z][a-z0-9+.-]*):\/\/(?:([^@/?#]*)@)?([^/?#]*)(?:\/([^?#]*))?(?:\?([^#]*))?$/i
+const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i
+const AFTER_AUTH = /^([^/?#]*)(?:\/([^?#]*))?(?:\?([^#]*))?$/
+/** Query parameters whose values are secrets, masked like a password. */
+const SECRET_PARAMS = /^(?:password|pass|pwd|secret|token|auth|key|sslpassword)$/i
 
 export function parseStoreUrl(raw: unknown): StoreUrl {
   if (typeof raw !== 'string' && !(raw instanceof URL)) {
     throw invalidArgument(`the store URL must be a string, got ${typeof raw}`)
   }
   const text = String(raw).trim()
-  const match = SHAPE.exec(text)
-  if (!match) {
-    throw invalidArgument(`the store URL ${JSON.stringify(mask(text))} is not of the form scheme://[user:pass@]host:port[/path]; e.g. memory:// or redis://127.0.0.1:6379`)
+  const display = maskUrl(text)
+  const scheme = SCHEME.exec(text)
+  const { auth, rest } = splitAuth(text)
+  const match = scheme && AFTER_AUTH.exec(rest)
+  if (!scheme || !match) {
+    throw invalidArgument(`the store URL ${JSON.stringify(display)} is not of the form scheme://[user:pass@]host:port[/path]; e.g. memory:// or redis://127.0.0.1:6379`)
   }
-  const [, scheme, auth, hostList, path, query] = match
+  const [, hostList, path, query] = match
   let username: string | undefined
   let password: string | undefined
   if (auth !== undefined) {
     const colon = auth.indexOf(':')
-    username = decode(colon < 0 ? auth : auth.slice(0, colon)) || undefined
-    password = colon < 0 ? undefined : decode(auth.slice(colon + 1))
+    username = decode(colon < 0 ? auth : auth.slice(0, colon), 'user name', display) || undefined
+    password = colon < 0 ? undefined : decode(auth.slice(colon + 1), 'password', display)
   }
-  const hosts = hostList ? hostList.split(',').map((entry) => parseHost(entry, text)) : []
+  const hosts = hostList ? hostList.split(',').map((entry) => parseHost(entry, display)) : []
   return {
-    scheme: scheme!.toLowerCase(),
+    scheme: scheme[1]!.toLowerCase(),
     ...(username !== undefined ? { username } : {}),
     ...(password !== undefined ? { password } : {}),
     hosts,
-    path: path ? decode(path) : '',
+    path: path ? decode(path, 'path', display) : '',
     params: new URLSearchParams(query ?? ''),
-    display: mask(text),
+    display,
   }
 }
 
-function parseHost(entry: string, url: string): { host: string; port?: number } {
+/**
+ * The user info ends at the LAST '@' before the query: passwords pasted
+ * unescaped often contain '@' or '/', and must neither break parsing nor end
+ * up in a message as a "host" or a "path".
+ */
+function splitAuth(text: string): { auth?: string; rest: string } {
+  const start = SCHEME.exec(text)?.[0].length ?? 0
+  const queryAt = text.search(/[?#]/)
+  const beforeQuery = queryAt < 0 ? text : text.slice(0, queryAt)
+  const at = beforeQuery.lastIndexOf('@')
+  if (at < start) return { rest: text.slice(start) }
+  return { auth: text.slice(start, at), rest: text.slice(at + 1) }
+}
+
+function parseHost(entry: string, display: string): { host: string; port?: number } {
   const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry)
   const plain = /^([^:[\]]+)(?::(\d+))?$/.exec(entry)
   const found = bracketed ?? plain
-  if (!found) throw invalidArgument(`the host ${JSON.stringify(entry)} in the store URL ${mask(url)} is not host or host:port`)
+  if (!found) throw invalidArgument(`the host ${JSON.stringify(entry)} in the store URL ${display} is not host or host:port`)
   const port = found[2] === undefined ? undefined : Number(found[2])
   if (port !== undefined && (port < 1 || port > 65535)) {
-    throw invalidArgument(`the port ${port} in the store URL ${mask(url)} is out of range 1-65535`)
+    throw invalidArgument(`the port ${port} in the store URL ${display} is out of range 1-65535`)
   }
   return port === undefined ? { host: found[1]! } : { host: found[1]!, port }
 }
 
-function decode(part: string): string {
+/** Decodes one part; the message names the part, never its text (it may be a password). */
+function decode(part: string, what: string, display: string): string {
   try {
     return decodeURIComponent(part)
   } catch (cause) {
-    throw invalidArgument(`the store URL has a badly escaped part ${JSON.stringify(part)}`, cause)
+    throw invalidArgument(`the ${what} in the store URL ${display} is badly %-escaped`, cause)
   }
 }
 
-function mask(url: string): string {
-  return url.replace(/^([^:]+:\/\/[^:@/]*:)[^@/]*@/, '$1***@')
+/**
+ * The URL as messages may show it: the password (and a lone user info, which
+ * several clients read as a password: `redis://s3cret@host`) becomes "***",
+ * as do secret-looking query parameters. Works on any text, parseable or not.
+ */
+export function maskUrl(text: string): string {
+  const { auth, rest } = splitAuth(text)
+  const scheme = SCHEME.exec(text)?.[0] ?? ''
+  let masked = rest
+  const queryAt = rest.indexOf('?')
+  if (queryAt >= 0) {
+    const params = rest.slice(queryAt + 1).split('&').map((pair) => {
+      const eq = pair.indexOf('=')
+      return eq > 0 && SECRET_PARAMS.test(pair.slice(0, eq)) ? `${pair.slice(0, eq)}=***` : pair
+    })
+    masked = `${rest.slice(0, queryAt)}?${params.join('&')}`
+  }
+  if (auth === undefined) return scheme + masked
+  const colon = auth.indexOf(':')
+  const user = colon < 0 ? '' : auth.slice(0, colon)
+  return `${scheme}${user ? `${user}:` : ''}***@${masked}`
 }

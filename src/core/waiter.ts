@@ -12,19 +12,34 @@ export interface Grant {
 }
 
 /**
- * Routes a store's wake-ups for one owner: to the waiting loop while it waits,
- * then to the hold (for loss notices) once granted.
+ * Routes a store's wake-ups for one owner. Until the hold exists they are
+ * kept, in order, for the waiting loop (which `onArrive` nudges); `to(hold)`
+ * then replays what is left and sends the rest straight to the hold, so no
+ * wake-up between the waiter and the hold is ever dropped.
  */
 export class WakeRoute {
-  /** Wake-ups that came while nobody listened (a hand-over can overtake the acquire reply). */
+  /** Wake-ups nobody has handled yet (a hand-over can overtake the acquire reply). */
   pending: Wake[] | undefined
-  private handler: { onWake(wake: Wake): void } | undefined
+  /** `lost` wake-ups seen so far: a grant learnt before the latest one may be gone. */
+  losses = 0
+  /** Set by the waiting loop while it sleeps. */
+  onArrive: (() => void) | undefined
+  private hold: { onWake(wake: Wake): void } | undefined
   readonly deliver = (wake: Wake): void => {
-    if (this.handler) this.handler.onWake(wake)
-    else (this.pending ??= []).push(wake)
+    if (wake.type === 'lost') this.losses++
+    if (this.hold) return this.hold.onWake(wake)
+    ;(this.pending ??= []).push(wake)
+    this.onArrive?.()
   }
-  to(handler: { onWake(wake: Wake): void }): void {
-    this.handler = handler
+  to(hold: { onWake(wake: Wake): void }): void {
+    this.hold = hold
+    const pending = this.take()
+    if (pending) for (const wake of pending) hold.onWake(wake)
+  }
+  take(): Wake[] | undefined {
+    const pending = this.pending
+    this.pending = undefined
+    return pending
   }
 }
 
@@ -37,10 +52,16 @@ export type AttemptRequest = Mutable<AcquireRequest>
  * refreshing, the deadline passes or the signal aborts. No fixed-interval
  * polling: without wake-ups it retries only when the store says it could succeed.
  *
- * Returns null when `waitMs` is 0 and the lock is busy (tryAcquire).
+ * When `waitMs` is 0 and the lock is busy: null if `nullIfBusy` (tryAcquire),
+ * else LOCK_TIMEOUT (`acquire({ wait: 0 })`, whose type promises a Lease).
  */
 export async function obtain(
-  driver: Driver, attempt: AttemptRequest, waitMs: number, route: WakeRoute, signal?: AbortSignal, onWaiting?: () => void,
+  driver: Driver, attempt: AttemptRequest, waitMs: number, route: WakeRoute, signal: AbortSignal | undefined,
+  nullIfBusy: boolean,
+  /** Aborted by the client's close(), with the error to end the wait with. */
+  closing: AbortSignal,
+  /** Internal (lock server): called once when the owner is in the store's line. */
+  onWaiting?: (owner: string) => void,
 ): Promise<Grant | null> {
   const request = attempt // the same object serves every attempt of this owner
   const started = monotonicNow()
@@ -51,57 +72,84 @@ export async function obtain(
   attempt.retry = false
 
   let announced = false
-  let nudge: (() => void) | undefined
+  /**
+   * When the last attempt answered "busy" was sent. A hand-over can only
+   * happen after the store ran that attempt (an owner already handed the lock
+   * is answered `granted`), so its lease surely runs from no earlier than this.
+   * Line refreshes keep it at most about queueTtl/3 <= ttl/3 old.
+   */
+  let busySentAt = started
   for (;;) {
     const sentAt = monotonicNow()
-    const result = await driver.acquire(attempt).catch((error: unknown) => {
+    const lossesBefore = route.losses
+    const reply = driver.acquire(attempt)
+    const result = await untilStopped(reply, signal).catch((error: unknown) => {
       // The attempt may still reach the store after we gave up on it (a frozen
       // server answers late): undo it in order, so no ghost holds the lock.
       driver.release(waiterOf(request)).catch(() => {})
       throw error
     })
+    if (result === STOPPED) {
+      // Aborted with the attempt in flight: answer now, and undo whatever the
+      // attempt does in the store (a grant, a line entry) once it has landed.
+      const undo = () => driver.release(waiterOf(request)).catch(() => {})
+      reply.then(undo, undo)
+      throw stoppedError(driver, request, aborted(request.name, signal!.reason))
+    }
+    // Closed while the attempt was out: undo whatever it did in the store.
+    if (closing.aborted) return giveUp(driver, request, closing.reason as BatonError)
     if (result.status === 'granted') {
-      return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
+      if (route.losses === lossesBefore) return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
+      // A `lost` came while the attempt was in flight: the grant it reports may
+      // be the hold that was just taken away. Ask again; the attempt is
+      // idempotent, so a hold that still exists is simply confirmed.
+      attempt.retry = true
+      continue
     }
     if (result.status === 'conflict') throw invalidArgument(result.detail)
-    if (waitMs === 0) return null
+    busySentAt = sentAt
+    if (waitMs === 0) {
+      if (nullIfBusy) return null
+      throw lockTimeout(request.name, 0, result.holder)
+    }
     if (!announced) {
       announced = true
-      onWaiting?.()
+      onWaiting?.(request.owner)
       if (channels.wait.hasSubscribers) {
         channels.wait.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store } satisfies WaitEvent)
       }
-      route.to({
-        onWake(wake) {
-          ;(route.pending ??= []).push(wake)
-          nudge?.()
-        },
-      })
     }
 
     // Sleep until something can have changed.
+    const stop = stopReason(request, signal, closing)
+    if (stop) return giveUp(driver, request, stop)
     const now = monotonicNow()
     if (now >= deadline) return giveUp(driver, request, lockTimeout(request.name, Math.round(now - started), result.holder))
-    const sleepMs = Math.max(1, Math.min(result.retryAfterMs, attempt.queueTtlMs / 3, deadline - now))
+    // The line entry is refreshed every queueTtl/3 or a little sooner: a jitter
+    // keeps waiters that joined together from refreshing in lockstep.
+    const refreshMs = (attempt.queueTtlMs / 3) * (1 - Math.random() / 5)
+    const sleepMs = Math.max(1, Math.min(result.retryAfterMs, refreshMs, deadline - now))
     let timer: NodeJS.Timeout | undefined
-    let onAbort: (() => void) | undefined
+    let wake!: () => void
     await new Promise<void>((resolve) => {
+      wake = () => resolve()
       if (route.pending?.length) return resolve()
-      nudge = resolve
-      timer = setTimeout(resolve, sleepMs)
-      if (signal) {
-        onAbort = resolve
-        signal.addEventListener('abort', onAbort, { once: true })
-      }
+      route.onArrive = wake
+      timer = setTimeout(wake, sleepMs)
+      signal?.addEventListener('abort', wake, { once: true })
+      closing.addEventListener('abort', wake, { once: true })
     })
-    nudge = undefined
+    route.onArrive = undefined
     clearTimeout(timer)
-    if (onAbort) signal?.removeEventListener('abort', onAbort)
+    signal?.removeEventListener('abort', wake)
+    closing.removeEventListener('abort', wake)
 
-    const granted = takeGrant(route.pending)
-    route.pending = undefined
-    if (granted) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: monotonicNow(), handoff: true }
-    if (signal?.aborted) return giveUp(driver, request, aborted(request.name, signal.reason))
+    const granted = grantIn(route.take())
+    const stopNow = stopReason(request, signal, closing)
+    if (stopNow) return giveUp(driver, request, stopNow)
+    // Counted from before the store granted, never from when the wake-up was
+    // processed (an event-loop stall would push the deadline past the store's).
+    if (granted) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: busySentAt, handoff: true }
     const left = deadline - monotonicNow()
     if (left <= 0) return giveUp(driver, request, lockTimeout(request.name, Math.round(waitMs - left), result.holder))
     attempt.retry = true
@@ -119,8 +167,17 @@ function waiterOf(request: AttemptRequest): LockSpec & { owner: string } {
   }
 }
 
-function takeGrant(wakes: Wake[] | undefined): Extract<Wake, { type: 'granted' }> | undefined {
-  return wakes?.find((w): w is Extract<Wake, { type: 'granted' }> => w.type === 'granted')
+/**
+ * The hand-over these wake-ups leave this owner holding, if any: a `lost`
+ * (sent only to holders) ends every grant that came before it.
+ */
+function grantIn(wakes: Wake[] | undefined): Extract<Wake, { type: 'granted' }> | undefined {
+  let granted: Extract<Wake, { type: 'granted' }> | undefined
+  for (const wake of wakes ?? []) {
+    if (wake.type === 'granted') granted = wake
+    else if (wake.type === 'lost') granted = undefined
+  }
+  return granted
 }
 
 /**
@@ -128,9 +185,38 @@ function takeGrant(wakes: Wake[] | undefined): Extract<Wake, { type: 'granted' }
  * raced with giving up, the release passes the lock on to the next in line.
  */
 async function giveUp(driver: Driver, request: AttemptRequest, error: BatonError): Promise<never> {
-  channels.giveUp.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store, code: error.code })
   await driver.release(waiterOf(request)).catch(() => {
     // The line entry then expires by itself within its queue ttl.
   })
-  throw error
+  throw stoppedError(driver, request, error)
+}
+
+/** Why waiting must end now (the client closed, the signal aborted), if it must. */
+function stopReason(request: AttemptRequest, signal: AbortSignal | undefined, closing: AbortSignal): BatonError | undefined {
+  if (closing.aborted) return closing.reason as BatonError
+  return signal?.aborted ? aborted(request.name, signal.reason) : undefined
+}
+
+/** Announces that this owner stops waiting, and returns `error` to throw. */
+function stoppedError(driver: Driver, request: AttemptRequest, error: BatonError): BatonError {
+  if (channels.giveUp.hasSubscribers) {
+    channels.giveUp.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store, code: error.code })
+  }
+  return error
+}
+
+const STOPPED = Symbol('stopped')
+
+/** `work`'s outcome, or STOPPED as soon as `signal` aborts (at once if it already has). */
+function untilStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | typeof STOPPED> {
+  if (!signal) return work
+  if (signal.aborted) return Promise.resolve(STOPPED)
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(STOPPED)
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(
+      (value) => { signal.removeEventListener('abort', onAbort); resolve(value) },
+      (error: unknown) => { signal.removeEventListener('abort', onAbort); reject(error) },
+    )
+  })
 }

@@ -10,6 +10,11 @@ const FACTORIES: Record<string, () => Promise<DriverFactory>> = {
   'rediss': async () => (await import('./redis/index.js')).createRedisDriver,
   'redis+sentinel': async () => (await import('./redis/index.js')).createRedisDriver,
   'redis+cluster': async () => (await import('./redis/index.js')).createRedisDriver,
+  'postgres': async () => (await import('./postgres/index.js')).createPostgresDriver,
+  'postgresql': async () => (await import('./postgres/index.js')).createPostgresDriver,
+  'etcd': async () => (await import('./etcd/index.js')).createEtcdDriver,
+  'etcds': async () => (await import('./etcd/index.js')).createEtcdDriver,
+  'zk': async () => (await import('./zookeeper/index.js')).createZkDriver,
   'http': async () => (await import('./http/index.js')).createHttpDriver,
   'https': async () => (await import('./http/index.js')).createHttpDriver,
 }

@@ -41,6 +41,7 @@ export class LockHandle {
       autoExtend: optionalBoolean(opts.autoExtend, 'autoExtend', false),
       reentrant: this.reentrant,
       signal: parseSignal(opts.signal),
+      nullIfBusy: false,
     })
     return lease!
   }
@@ -54,6 +55,7 @@ export class LockHandle {
       autoExtend: optionalBoolean(opts.autoExtend, 'autoExtend', false),
       reentrant: this.reentrant,
       signal: undefined,
+      nullIfBusy: true,
     })
   }
 

@@ -58,7 +58,7 @@ export class DataDir {
   }
 
   /** The token source of the embedded store: one increasing counter for every name. */
-  readonly nextToken = (_name: string, last: bigint): bigint => {
+  readonly nextToken = (last: bigint): bigint => {
     if (this.next < last) this.next = last
     this.next += 1n
     if (this.next > this.reserved) this.reserve()

@@ -23,6 +23,7 @@ const STATUS: Record<HttpErrorCode, number> = {
   QUORUM_NOT_REACHED: 503,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
+  CLOSED: 503,
   NOT_FOUND: 404,
   TOO_MANY_WAITERS: 429,
 }

@@ -47,8 +47,10 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     try {
       const lease = waitMs === 0
         ? await handle.tryAcquire()
-        : await waitFor(ctx, reply, handle, ttlMs, waitMs, body.waitId, stream && (() => stream.line({ state: 'waiting' })))
+        : await waitFor(ctx, reply, handle, ttlMs, waitMs, body.waitId, stream && ((owner) => stream.line({ state: 'waiting', owner: ownerDigest(owner) })))
       if (!lease) throw new HttpError('LOCK_TIMEOUT', `"${name}" is held; send "wait" to wait for it`)
+      // A forced release can overtake the grant on its way here.
+      if (!lease.held) throw new HttpError('LEASE_LOST', `"${name}" was granted and lost at once (released by force); try again`)
       if (reply.raw.destroyed) {
         // Granted after the client left: nobody will use it, so nobody holds it.
         await lease.release()
@@ -189,7 +191,7 @@ function lockHandle(ctx: ServerContext, name: string, body: AcquireBody): LockHa
  */
 async function waitFor(
   ctx: ServerContext, reply: FastifyReply, handle: LockHandle, ttlMs: number, waitMs: number,
-  waitId: string | undefined, onWaiting: (() => void) | undefined,
+  waitId: string | undefined, onWaiting: ((owner: string) => void) | undefined,
 ): Promise<Lease> {
   if (waitId !== undefined && ctx.waits.has(waitId)) throw new HttpError('INVALID_ARGUMENT', 'this waitId is already in use; choose a new random one per request')
   ctx.limits.enter(handle.name)
@@ -201,7 +203,7 @@ async function waitFor(
   ctx.waiting.add(controller)
   // Through the keeper rather than handle.acquire() for the "in line" callback.
   const done = ctx.baton.keeper.take(handle.spec, {
-    ttlMs, waitMs, signal: controller.signal, autoExtend: false, reentrant: false, ...(onWaiting ? { onWaiting } : {}),
+    ttlMs, waitMs, signal: controller.signal, autoExtend: false, reentrant: false, nullIfBusy: false, ...(onWaiting ? { onWaiting } : {}),
   })
   if (waitId !== undefined) ctx.waits.set(waitId, { controller, done })
   try {

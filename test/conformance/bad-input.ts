@@ -43,6 +43,25 @@ export function badInput(ctx: SuiteContext): void {
       for (const ttl of ['250ms', '1.5s', '2m', '1h', 1000]) client.mutex(name, { ttl })
     })
 
+    it('lease.extend(ttl) parses durations like ttl and refuses bad ones, leaving the hold untouched', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('bad-extend')
+      const lease = await a.mutex(name, { ttl: '10s' }).acquire()
+      await lease.extend('1m')
+      assert.ok(lease.remainingMs() > 50_000, `extend('1m') gives about a minute, got ${lease.remainingMs()} ms`)
+      const stored = (await a.inspect(name))?.holders[0]?.expiresAt
+      for (const ttl of [0, -1, -5000, 1e15, NaN, Infinity, 'junk', '-1s', '', 5, null, {}]) {
+        await assert.rejects(lease.extend(ttl as number), (e) => invalid(e) && /ttl/.test((e as Error).message), `extend(${String(ttl)})`)
+      }
+      assert.equal(lease.held, true)
+      assert.ok(lease.remainingMs() > 50_000)
+      const view = await a.inspect(name)
+      assert.deepEqual(view?.holders.map((h) => h.owner), [lease.owner], 'the hold is still there')
+      assert.ok(Math.abs(view!.holders[0]!.expiresAt - stored!) < 5000, 'and its expiry did not move')
+      assert.equal(await b.mutex(name).tryAcquire(), null, 'nobody else got it')
+      await lease.release()
+    })
+
     it('bad store URLs get INVALID_ARGUMENT', async () => {
       for (const url of ['nope://x', 'redis//missing-colon', 'http:/x', 'redis://h:99999', 'redis://a:1,b:2', 42, 'redis://host:6379/notadb', 'redis://h:6379?prefix=bad prefix']) {
         await assert.rejects(connect(url as string), invalid, `url ${String(url)}`)

@@ -141,4 +141,18 @@ export function aborted(signal: AbortSignal, timeoutMs = ms(10_000)): Promise<un
   )
 }
 
+/** Resolves with the outcome of the client's next driver release (instrumentation of the real driver). */
+export function nextRelease(client: Baton): Promise<boolean> {
+  const driver = client.driver
+  const original = driver.release.bind(driver)
+  return new Promise((resolve, reject) => {
+    driver.release = (hold) => {
+      driver.release = original
+      const done = original(hold)
+      done.then(resolve, reject)
+      return done
+    }
+  })
+}
+
 export const sleep = (msToSleep: number): Promise<void> => new Promise((r) => setTimeout(r, msToSleep))

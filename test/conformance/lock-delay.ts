@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { aborted, type SuiteContext } from './context.js'
+import { aborted, sleep, type SuiteContext } from './context.js'
 import { ms } from '../harness/timing.js'
 
 export function lockDelay(ctx: SuiteContext): void {
@@ -22,6 +22,45 @@ export function lockDelay(ctx: SuiteContext): void {
       const later = await lock.acquire({ wait: ms(5000) })
       assert.ok(later.token > right.token)
       await later.release()
+    })
+
+    it('an expired permit keeps only its own slot for lockDelay; the other permits stay usable', async (t) => {
+      const client = await ctx.client()
+      if (!client.driver.capabilities.lockDelay) return t.skip('this store has no lock delay')
+      const name = ctx.name('lock-delay-permit')
+      const slots = client.semaphore(name, { permits: 2, ttl: ms(200), lockDelay: ms(3000) })
+      const expiring = await slots.acquire()
+      await aborted(expiring.signal)
+      await sleep(ms(100)) // past the store's expiry, well within the delay
+      const other = await slots.tryAcquire()
+      assert.ok(other, 'the free permit is usable during the delay')
+      await other.extend('10s')
+      assert.equal(await slots.tryAcquire(), null, 'the expired permit still takes its slot')
+      const later = await slots.acquire({ wait: ms(8000) })
+      assert.ok(later.token > other.token)
+      await Promise.all([other.release(), later.release()])
+    })
+
+    it('an expired reader blocks writers for lockDelay, not other readers; an expired writer blocks both', async (t) => {
+      const client = await ctx.client()
+      if (!client.driver.capabilities.lockDelay) return t.skip('this store has no lock delay')
+      const name = ctx.name('lock-delay-rw')
+      const lock = client.rwlock(name, { ttl: ms(200), lockDelay: ms(3000) })
+      const reader = await lock.read().acquire()
+      await aborted(reader.signal)
+      await sleep(ms(100))
+      const another = await lock.read().tryAcquire()
+      assert.ok(another, 'a reader joins during an expired reader\'s delay')
+      await another.release()
+      assert.equal(await lock.write().tryAcquire(), null, 'a writer waits out the delay')
+      const writer = await lock.write().acquire({ wait: ms(8000) })
+      assert.ok(writer.token > reader.token)
+      await aborted(writer.signal)
+      await sleep(ms(100))
+      assert.equal(await lock.read().tryAcquire(), null, 'an expired writer blocks readers')
+      assert.equal(await lock.write().tryAcquire(), null, 'and writers')
+      const after = await lock.read().acquire({ wait: ms(8000) })
+      await after.release()
     })
   })
 }

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { isBatonError } from '../../src/index.js'
-import { aborted, nextEvent, type SuiteContext } from './context.js'
+import { isBatonError, type Lease } from '../../src/index.js'
+import { aborted, nextEvent, nextRelease, sleep, withTimeout, type SuiteContext } from './context.js'
+import type { WaitEvent } from '../../src/core/events.js'
+import type { AcquireRequest, ExtendResult } from '../../src/core/driver.js'
+import { newClientId, newOwnerId } from '../../src/core/owner.js'
 import { ms } from '../harness/timing.js'
 
 export function loss(ctx: SuiteContext): void {
@@ -29,6 +32,106 @@ export function loss(ctx: SuiteContext): void {
         assert.match(reason.message, /force/)
       })
       assert.equal(await admin.forceRelease(name), false)
+    })
+
+    it('a forced release frees the name: nobody is granted by it, a dead waiter at the head of a fair line never gets it', async () => {
+      const [a, b, admin] = [await ctx.client(), await ctx.client(), await ctx.client()]
+      const name = ctx.name('loss-force-line')
+      const lock = a.mutex(name, { fair: true, ttl: '30s' })
+      const holder = await lock.acquire()
+      // A waiter whose process died: its line entry is there, nobody will ever retry or release it.
+      const dead = deadWaiter(name)
+      assert.equal((await b.driver.acquire(dead)).status, 'busy')
+      const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      const live = b.mutex(name, { fair: true, ttl: '30s' }).acquire({ wait: ms(10_000) })
+      await queued
+      assert.deepEqual((await admin.inspect(name))?.waiters.map((w) => w.owner)[0], dead.owner)
+
+      assert.equal(await admin.forceRelease(name), true)
+      const reason = await aborted(holder.signal, ms(5000))
+      assert.ok(isBatonError(reason, 'LEASE_LOST'))
+      const lease = await live // woken to retry at once, not after the dead entry's 60 s
+      const view = await admin.inspect(name)
+      assert.deepEqual(view?.holders.map((h) => h.owner), [lease.owner], 'the live waiter holds it, the dead one never did')
+      assert.ok(lease.token > holder.token)
+      await lease.release()
+      await b.driver.release(dead)
+    })
+
+    it('a forced release racing a hand-over is never lost: the new lease is held in the store, or its signal fired', async () => {
+      const [a, b, admin] = [await ctx.client(), await ctx.client(), await ctx.client()]
+      // The race is between the store's two messages (granted, then lost); a few rounds make it likely on every store.
+      for (let round = 0; round < 8; round++) {
+        const name = ctx.name(`loss-force-handoff-${round}`)
+        const holder = await a.mutex(name).acquire()
+        const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+        const waiting = b.mutex(name).acquire({ wait: ms(10_000) })
+        await queued
+        const released = holder.release()
+        const forced = admin.forceRelease(name)
+        await Promise.all([released, forced])
+        const lease = await waiting
+        const view = await admin.inspect(name)
+        if (lease.held) {
+          assert.deepEqual(view?.holders.map((h) => h.owner), [lease.owner], `round ${round}: a lease that says it is held is held in the store`)
+          await lease.release()
+        } else {
+          assert.ok(lease.signal.aborted, `round ${round}: a lost lease has its signal aborted`)
+        }
+      }
+    })
+
+    it('a hand-over counts the lease from before the store granted it, also after an event-loop stall', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('loss-handoff-stall')
+      const holder = await a.mutex(name, { ttl: '10s' }).acquire()
+      // Synchronous work (a GC pause, a busy loop) right when the hand-over arrives.
+      const watch = b.driver.watch.bind(b.driver)
+      b.driver.watch = (lockName, owner, onWake) => watch(lockName, owner, (wake) => {
+        if (wake.type === 'granted') busyWait(ms(800))
+        onWake(wake)
+      })
+      const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      const waiting = b.mutex(name, { ttl: ms(3000) }).acquire()
+      await queued
+      await sleep(ms(300))
+      await holder.release()
+      const lease = await waiting
+      b.driver.watch = watch
+      const storeEnd = (await a.inspect(name))?.holders[0]?.expiresAt
+      assert.ok(storeEnd !== undefined)
+      await aborted(lease.signal, ms(10_000))
+      const lostAt = Date.now()
+      // Both are epoch ms of this machine's clock (the store runs here).
+      assert.ok(lostAt <= storeEnd, `the signal fired ${lostAt - storeEnd} ms after the store let the lease go`)
+    })
+
+    it('a renewal whose answer arrives after the hold was declared lost leaves no hold behind', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('loss-late-renewal')
+      let lease: Lease | undefined
+      // The renewal runs in the store at once; its answer is held back until the client gave the hold up.
+      const extend = a.driver.extend.bind(a.driver)
+      let renewed!: (results: ExtendResult[]) => void
+      const storeRenewed = new Promise<ExtendResult[]>((resolve) => { renewed = resolve })
+      a.driver.extend = async (holds, ttlMs) => {
+        a.driver.extend = extend
+        const results = await extend(holds, ttlMs)
+        renewed(results)
+        await aborted(lease!.signal)
+        return results
+      }
+      const released = nextRelease(a)
+      lease = await a.mutex(name, { ttl: ms(900) }).acquire({ autoExtend: true })
+      const results = await withTimeout(storeRenewed, ms(5000), 'the watchdog to renew')
+      assert.deepEqual(results.map((r) => r.status), ['extended'], 'the store renewed it')
+      const reason = await aborted(lease.signal, ms(5000))
+      assert.ok(isBatonError(reason, 'LEASE_LOST'))
+      assert.equal(await withTimeout(released, ms(5000), 'the late-renewed hold to be released'), true)
+      assert.equal(await a.inspect(name), null)
+      const next = await b.mutex(name).tryAcquire()
+      assert.ok(next, 'the name is free at once, not a whole ttl later')
+      await next.release()
     })
 
     it('the watchdog keeps a using() hold alive well past its ttl', async () => {
@@ -63,4 +166,19 @@ export function loss(ctx: SuiteContext): void {
       await next.release()
     })
   })
+}
+
+function busyWait(forMs: number): void {
+  const until = performance.now() + forMs
+  while (performance.now() < until) {
+    // Blocks the event loop on purpose.
+  }
+}
+
+/** A line entry as a client would leave it before dying (60 s ttl and line ttl). */
+function deadWaiter(name: string): AcquireRequest {
+  return {
+    name, kind: 'mutex', mode: 'exclusive', fair: true, permits: 1, lockDelayMs: 0,
+    owner: newOwnerId(newClientId()), ttlMs: 60_000, enqueue: true, queueTtlMs: 60_000, retry: false,
+  }
 }

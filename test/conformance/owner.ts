@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { isBatonError } from '../../src/index.js'
+import { backendUnavailable } from '../../src/core/errors.js'
 import { aborted, type SuiteContext } from './context.js'
 import { ms } from '../harness/timing.js'
 
@@ -45,6 +46,23 @@ export function ownership(ctx: SuiteContext): void {
       assert.equal((await b.inspect(name))?.holders[0]?.owner, second.owner)
       await second.release()
       assert.equal(await b.inspect(name), null)
+    })
+
+    it('a release that failed for a transport reason is really tried again by the next release()', async () => {
+      const client = await ctx.client()
+      const name = ctx.name('owner-release-retry')
+      const lease = await client.mutex(name).acquire()
+      // The store is out of reach for exactly one call: the release never gets there.
+      const release = client.driver.release.bind(client.driver)
+      client.driver.release = async () => {
+        client.driver.release = release
+        throw backendUnavailable(client.driver.store, new Error('connection reset'))
+      }
+      await assert.rejects(lease.release(), (e) => isBatonError(e, 'BACKEND_UNAVAILABLE') && e.retryable)
+      assert.equal((await client.inspect(name))?.holders[0]?.owner, lease.owner, 'still held in the store')
+      await lease.release()
+      assert.equal(await client.inspect(name), null, 'the second release reached the store')
+      await lease.release()
     })
 
     it('extend() renews the lease and reports the new time left', async () => {

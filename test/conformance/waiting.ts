@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { isBatonError, type Baton } from '../../src/index.js'
-import { countEvents, nextEvent, type SuiteContext } from './context.js'
+import { isBatonError, type Baton, type Lease } from '../../src/index.js'
+import { aborted, countEvents, nextEvent, nextRelease, sleep, withTimeout, type SuiteContext } from './context.js'
 import type { AcquireEvent, WaitEvent } from '../../src/core/events.js'
 import { ms } from '../harness/timing.js'
 
@@ -15,6 +15,23 @@ function countAttempts(client: Baton): { count: () => number } {
     return original(request)
   }
   return { count: () => n }
+}
+
+/** Holds back the store's answers to this client's attempts until open() (the attempt itself runs at once). */
+function holdReplies(client: Baton): { sent: Promise<void>; open: () => void } {
+  const driver = client.driver
+  const original = driver.acquire.bind(driver)
+  let open!: () => void
+  const opened = new Promise<void>((resolve) => { open = resolve })
+  let sent!: () => void
+  const first = new Promise<void>((resolve) => { sent = resolve })
+  driver.acquire = async (request) => {
+    const result = original(request)
+    sent()
+    await opened
+    return result
+  }
+  return { sent: first, open: () => { driver.acquire = original; open() } }
 }
 
 export function waiting(ctx: SuiteContext): void {
@@ -43,6 +60,23 @@ export function waiting(ctx: SuiteContext): void {
       await lease.release()
     })
 
+    it('acquire({ wait: 0 }) and using(fn, { wait: 0 }) give LOCK_TIMEOUT when busy, never null', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('wait-zero')
+      const holder = await a.mutex(name).acquire()
+      const lock = b.mutex(name)
+      const timedOut = (e: unknown) => isBatonError(e, 'LOCK_TIMEOUT') && e.retryable
+      await assert.rejects(lock.acquire({ wait: 0 }), timedOut)
+      await assert.rejects(lock.acquire({ wait: '0ms' }), timedOut)
+      let ran = false
+      await assert.rejects(lock.using(() => { ran = true }, { wait: 0 }), timedOut)
+      assert.equal(ran, false)
+      assert.deepEqual((await b.inspect(name))?.waiters, [], 'a zero wait never joins the line')
+      await holder.release()
+      const free = await lock.acquire({ wait: 0 })
+      await free.release()
+    })
+
     it('gives ABORTED for a signal aborted before or during the wait, and leaves the line', async () => {
       const [a, b] = [await ctx.client(), await ctx.client()]
       const name = ctx.name('wait-abort')
@@ -57,6 +91,50 @@ export function waiting(ctx: SuiteContext): void {
       assert.deepEqual((await b.inspect(name))?.waiters, [])
       await holder.release()
       assert.equal(await a.inspect(name), null)
+    })
+
+    it('gives ABORTED at once for a signal aborted while an attempt is in flight, and undoes the attempt', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      for (const busy of [true, false]) {
+        const name = ctx.name(`wait-abort-in-flight-${busy ? 'busy' : 'free'}`)
+        const holder = busy ? await a.mutex(name).acquire() : undefined
+        // The store answers this client's attempts only when the gate opens.
+        const gate = holdReplies(b)
+        const released = nextRelease(b)
+        const controller = new AbortController()
+        const waiting = b.mutex(name).acquire({ signal: controller.signal })
+        await gate.sent
+        controller.abort(new Error('shutting down'))
+        await withTimeout(assert.rejects(waiting, (e) => isBatonError(e, 'ABORTED')), ms(5000), 'ABORTED with the attempt still in flight')
+        gate.open()
+        await withTimeout(released, ms(5000), 'the aborted attempt to be undone')
+        const view = await a.inspect(name)
+        assert.deepEqual(view?.waiters ?? [], [], 'no line entry is left')
+        assert.deepEqual(view?.holders.map((h) => h.owner) ?? [], holder ? [holder.owner] : [], 'no hold is left')
+        await holder?.release()
+      }
+    })
+
+    it('close() ends pending acquires at once with CLOSED, leaves no line entry, and later calls say the client is closed', async () => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('wait-close')
+      const holder = await a.mutex(name).acquire()
+      const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      const waiting = b.mutex(name).acquire()
+      await queued
+      const closing = b.close()
+      const closed = (e: unknown) => isBatonError(e, 'CLOSED') && !e.retryable && /closed/.test((e as Error).message)
+      await withTimeout(assert.rejects(waiting, closed), ms(5000), 'the pending acquire to end')
+      await closing
+      assert.deepEqual((await a.inspect(name))?.waiters, [], 'the closed client left the line')
+      await holder.release()
+      assert.equal(await a.inspect(name), null, 'nobody was handed the lock')
+      await assert.rejects(b.mutex(name).acquire(), closed)
+      await assert.rejects(b.mutex(name).tryAcquire(), closed)
+      await assert.rejects(b.inspect(name), closed)
+      await assert.rejects(b.list(), closed)
+      await assert.rejects(b.forceRelease(name), closed)
+      await b.close()
     })
 
     it('using() releases when its function throws, and passes the error on', async () => {
@@ -96,6 +174,26 @@ export function waiting(ctx: SuiteContext): void {
       assert.deepEqual(order, [0, 1, 2, 3, 4, 5])
       assert.equal(handoffs.count(), waiters, 'every waiter was handed the lock by a release')
       assert.equal(attempts.reduce((sum, a) => sum + a.count(), 0) - before, 0, 'no waiter polled the store')
+    })
+
+    it('a holder dying with many waiters brings at most a few attempts to the store, not one per waiter', async () => {
+      const clients = [await ctx.client(), await ctx.client(), await ctx.client()]
+      const name = ctx.name('wait-herd')
+      const dying = await clients[0]!.mutex(name, { ttl: ms(1000) }).acquire() // never renewed nor released
+      const attempts = clients.map(countAttempts)
+      const pending: Promise<Lease>[] = []
+      for (let i = 0; i < 20; i++) {
+        const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+        pending.push(clients[i % clients.length]!.mutex(name, { ttl: '30s' }).acquire())
+        await queued
+      }
+      const before = attempts.reduce((sum, a) => sum + a.count(), 0)
+      await aborted(dying.signal)
+      await Promise.race(pending)
+      await sleep(ms(300)) // a herd at the lease end would have struck by now
+      const herd = attempts.reduce((sum, a) => sum + a.count(), 0) - before
+      assert.ok(herd <= 4, `${herd} attempts from 20 waiters when the holder's lease ran out`)
+      for (const next of pending) await (await next).release()
     })
 
     it('a waiter gets the lock once it is free, also after a long wait', async () => {

@@ -92,3 +92,38 @@ export async function ensureCommand(command: string, debianPackage: string): Pro
       (isRoot ? ' — automatic installation did not provide it' : ''),
   );
 }
+
+/**
+ * Make sure one of `paths` exists (a jar rather than a command, e.g. for
+ * ZooKeeper): when none does and we are root, install `debianPackage`.
+ * Returns the first path found.
+ */
+export async function ensureFile(paths: readonly string[], debianPackage: string): Promise<string> {
+  const find = async (): Promise<string | undefined> => {
+    for (const path of paths) {
+      try {
+        await access(path, constants.R_OK);
+        return path;
+      } catch {
+        // next
+      }
+    }
+    return undefined;
+  };
+  const found = await find();
+  if (found) return found;
+  if (process.getuid?.() === 0) {
+    await serialised(async () => {
+      if (await find()) return;
+      await aptUpdate();
+      try {
+        await execFileAsync('apt-get', ['install', '-y', debianPackage], APT_OPTIONS);
+      } catch (err) {
+        throw new Error(`apt-get install -y ${debianPackage} failed (needed for ${paths.join(' or ')}): ${describeFailure(err)}`);
+      }
+    });
+    const installed = await find();
+    if (installed) return installed;
+  }
+  throw new Error(`none of ${paths.join(', ')} exists; install the Debian package "${debianPackage}"`);
+}

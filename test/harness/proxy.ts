@@ -19,13 +19,39 @@ export interface Proxy {
   resume(): void;
   /** Destroy every open client and upstream socket. New connections are still accepted. */
   dropConnections(): void;
+  /**
+   * Decide per chunk going server → client (a reply or a pushed message):
+   * pass it on, hold it back `delayMs` longer (that connection only; order is
+   * kept), or drop it and cut that connection, as a network failure right
+   * after the server acted would. `undefined` removes the rule.
+   */
+  onReply(rule: ReplyRule | undefined): void;
   /** Stop listening and destroy every connection. */
   close(): Promise<void>;
+}
+
+export type ReplyVerdict = 'pass' | 'drop' | { readonly delayMs: number };
+export type ReplyRule = (chunk: Buffer) => ReplyVerdict;
+
+/** A rule that drops the first reply matching `match` (and cuts that connection), then passes everything. */
+export function dropOnce(match: (chunk: Buffer) => boolean): ReplyRule & { readonly dropped: boolean } {
+  const rule = Object.assign((chunk: Buffer): ReplyVerdict => {
+    if (rule.dropped || !match(chunk)) return 'pass';
+    rule.dropped = true;
+    return 'drop';
+  }, { dropped: false });
+  return rule;
+}
+
+/** Whether a server → client chunk is a pub/sub push (message / smessage), not a reply. */
+export function isPush(chunk: Buffer): boolean {
+  return /^\*3\r\n\$[78]\r\ns?message\r\n/.test(chunk.toString('latin1', 0, 24));
 }
 
 interface Control {
   delay: number;
   paused: boolean;
+  reply?: ReplyRule | undefined;
 }
 
 /** A queued chunk; `null` stands for the sender's FIN. */
@@ -44,11 +70,11 @@ class Lane {
     private readonly control: Control,
   ) {}
 
-  push(data: Buffer | null): void {
+  push(data: Buffer | null, extraDelay = 0): void {
     // A chunk is never due before the one ahead of it, so shrinking the
     // delay cannot reorder data.
     const last = this.#queue.at(-1);
-    const dueAt = Math.max(performance.now() + this.control.delay, last?.dueAt ?? 0);
+    const dueAt = Math.max(performance.now() + this.control.delay + extraDelay, last?.dueAt ?? 0);
     this.#queue.push({ data, dueAt });
     this.pump();
   }
@@ -93,7 +119,11 @@ class Connection {
     const toClient = new Lane(client, control);
     this.#lanes = [toUpstream, toClient];
     client.on('data', (chunk: Buffer) => toUpstream.push(chunk));
-    upstream.on('data', (chunk: Buffer) => toClient.push(chunk));
+    upstream.on('data', (chunk: Buffer) => {
+      const verdict = control.reply?.(chunk) ?? 'pass';
+      if (verdict === 'drop') this.destroy();
+      else toClient.push(chunk, verdict === 'pass' ? 0 : verdict.delayMs);
+    });
     // Both sockets are half-open capable, so a FIN travels through the lane
     // behind any delayed data instead of cutting it off.
     client.on('end', () => toUpstream.push(null));
@@ -174,6 +204,9 @@ export async function startProxy(targetPort: number): Promise<Proxy> {
     dropConnections(): void {
       for (const c of connections) c.destroy();
       connections.clear();
+    },
+    onReply(rule: ReplyRule | undefined): void {
+      control.reply = rule;
     },
     close(): Promise<void> {
       closing ??= new Promise<void>((resolve) => {

@@ -155,7 +155,7 @@ const liveChildren = new Set<ChildProcess>();
 const managed = new Set<ManagedServer>();
 const tempDirs = new Set<string>();
 
-function makeTempDir(label: string): string {
+export function makeTempDir(label: string): string {
   const dir = mkdtempSync(join(tmpdir(), `baton-${label}-`));
   tempDirs.add(dir);
   return dir;

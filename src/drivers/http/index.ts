@@ -54,6 +54,20 @@ const POLL_WAIT_MS = 10 * 60_000
 const ownersByDigest = new Map<string, string>()
 
 /**
+ * Digests reported lost before this process knew them: the event stream and
+ * the answer with the grant travel on different connections, so a forced
+ * release can overtake its grant. Kept for a while, then dropped.
+ */
+const lostEarly = new Map<string, number>()
+const LOST_EARLY_MS = 60_000
+
+function noteLostEarly(digest: string): void {
+  const now = Date.now()
+  if (lostEarly.size > 10_000) for (const [d, at] of lostEarly) if (now - at > LOST_EARLY_MS) lostEarly.delete(d)
+  lostEarly.set(digest, now)
+}
+
+/**
  * `http://` / `https://`: a baton server as a store. One attempt is one
  * request; waiting is one streamed long-poll that first says "in line", then
  * brings the grant (a hand-over wake-up); renewals go as one batch request;
@@ -70,7 +84,7 @@ export class HttpDriver implements Driver {
   constructor(private readonly api: Api, readonly capabilities: Capabilities) {
     this.losses = new LossStream(api, (digest, reason) => {
       const owner = ownersByDigest.get(digest)
-      if (owner === undefined || !this.held.has(owner)) return
+      if (owner === undefined || !this.held.has(owner)) return noteLostEarly(digest)
       this.forget(owner)
       this.watchers.get(owner)?.({ type: 'lost', reason })
     })
@@ -177,7 +191,18 @@ export class HttpDriver implements Driver {
   private async granted(owner: string, body: GrantBody): Promise<AcquireResult> {
     this.remember(owner, body)
     await this.losses.opened
+    this.lossOvertook(owner, body.owner)
     return { status: 'granted', token: BigInt(body.token), ttlMs: body.ttlMs }
+  }
+
+  /** Delivers (after the grant) a loss that arrived before it. */
+  private lossOvertook(owner: string, digest: string): void {
+    if (!lostEarly.delete(digest)) return
+    queueMicrotask(() => {
+      if (!this.held.has(owner)) return
+      this.forget(owner)
+      this.watchers.get(owner)?.({ type: 'lost', reason: 'the baton server reports it lost (released by force, or taken over)' })
+    })
   }
 
   private remember(owner: string, body: GrantBody): void {
@@ -224,7 +249,7 @@ export class HttpDriver implements Driver {
     const first = await lines.next().catch((cause: unknown) => {
       throw backendUnavailable('baton server', cause)
     })
-    const answer = first.done ? undefined : (first.value as { state?: string; leaseId?: string; error?: unknown })
+    const answer = first.done ? undefined : (first.value as { state?: string; owner?: string; leaseId?: string; error?: unknown })
     if (!response.ok || !answer || answer.error || !answer.state) {
       // Read to the end rather than abort, so the connection stays in the keep-alive pool.
       await drain(lines)
@@ -232,6 +257,9 @@ export class HttpDriver implements Driver {
       return this.notGranted(toApiError(response.ok ? 503 : response.status, JSON.stringify(answer ?? {}), response.headers.get('retry-after')))
     }
     // In line: the rest of the stream is the grant (or the end of the wait).
+    // The digest lets inspect() show this waiter under the owner this client knows.
+    const digest = answer.owner
+    if (digest) ownersByDigest.set(digest, request.owner)
     const done = lines.next().then(
       async (next) => {
         const body = next.done ? undefined : (next.value as { leaseId?: string })
@@ -244,6 +272,7 @@ export class HttpDriver implements Driver {
     this.polls.set(request.owner, poll)
     this.keepPoll(request.owner, poll, request.queueTtlMs)
     void done.then((grant) => {
+      if (!grant && digest && ownersByDigest.get(digest) === request.owner) ownersByDigest.delete(digest)
       if (this.polls.get(request.owner) !== poll) return
       this.polls.delete(request.owner)
       clearTimeout(poll.stale)
@@ -251,8 +280,9 @@ export class HttpDriver implements Driver {
       this.remember(request.owner, grant)
       void this.losses.opened.then(() => {
         const watcher = this.watchers.get(request.owner)
-        if (watcher) watcher({ type: 'granted', token: BigInt(grant.token), ttlMs: grant.ttlMs })
-        else void this.release({ ...request }).catch(() => {})
+        if (!watcher) return void this.release({ ...request }).catch(() => {})
+        watcher({ type: 'granted', token: BigInt(grant.token), ttlMs: grant.ttlMs })
+        this.lossOvertook(request.owner, grant.owner)
       })
     })
     return { status: 'busy', retryAfterMs: request.queueTtlMs }

@@ -15,7 +15,8 @@ interface Holder {
   owner: string
   token: bigint
   mode: HoldMode
-  expiresAt: number // monotonic
+  /** Monotonic. For a phantom: when its lock delay ends. */
+  expiresAt: number
   lockDelayMs: number
   timer: NodeJS.Timeout
 }
@@ -31,9 +32,14 @@ interface LockState {
   fair: boolean
   permits: number
   holders: Map<string, Holder>
+  /**
+   * Lock delay: expired holds that keep their own slot (same mode) until their
+   * `expiresAt`, held by nobody: their owners can not extend or release them.
+   */
+  phantoms: Set<Holder>
   line: Waiter[]
-  blockedUntil: number // monotonic; lock delay after an expiry
-  delayTimer?: NodeJS.Timeout
+  /** Highest token granted for this name while it has state (for inspect). */
+  lastToken: bigint
 }
 
 const CAPABILITIES: Capabilities = {
@@ -41,21 +47,30 @@ const CAPABILITIES: Capabilities = {
 }
 
 /**
- * Where fencing tokens come from, for an embedding that must keep them
- * increasing across restarts (the lock server's --data-dir): it returns a
- * token greater than `last` (the name's previous token, 0n if none is known).
+ * The state of one in-process store, shared by every client connected to it.
+ *
+ * Bounded state: a name's state goes as soon as nobody holds or awaits it
+ * (a line entry only exists behind a hold or a lock-delay phantom, and every
+ * end of those drops the name once idle), well within any `fenceTtl`. Fencing
+ * needs no per-name counter: one store-wide counter numbers every grant, so
+ * tokens strictly increase for every name (they are not consecutive per name)
+ * for as long as the process lives, which is as long as this store does.
  */
-export type TokenSource = (name: string, last: bigint) => bigint
-
-/** The state of one in-process store, shared by every client connected to it. */
 class MemoryStore {
   readonly locks = new Map<string, LockState>()
-  /** Fencing counters outlive the locks they count for. */
-  readonly tokens = new Map<string, bigint>()
+  /** The last token granted, for any name. */
+  lastToken = 0n
   /** Wake-up routes by owner (owners are unique across clients). */
   readonly watchers = new Map<string, (wake: Wake) => void>()
   constructor(readonly nextToken?: TokenSource) {}
 }
+
+/**
+ * Where the store-wide token counter goes next, for an embedding that must
+ * keep tokens increasing across restarts (the lock server's --data-dir): it
+ * returns a token greater than `last`, the last token this store granted.
+ */
+export type TokenSource = (last: bigint) => bigint
 
 /** `memory://` is the process-wide store; `memory://name` a separate named one. */
 const stores = new Map<string, MemoryStore>()
@@ -64,17 +79,13 @@ export class MemoryDriver implements Driver {
   readonly store = 'memory'
   readonly capabilities = CAPABILITIES
   private readonly locks: Map<string, LockState>
-  private readonly tokens: Map<string, bigint>
   private readonly watchers: Map<string, (wake: Wake) => void>
-  private readonly nextToken: TokenSource | undefined
   /** Owners this client watches, forgotten at close(). */
   private readonly mine = new Set<string>()
 
-  constructor(shared: MemoryStore = new MemoryStore()) {
+  constructor(private readonly shared: MemoryStore = new MemoryStore()) {
     this.locks = shared.locks
-    this.tokens = shared.tokens
     this.watchers = shared.watchers
-    this.nextToken = shared.nextToken
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -85,7 +96,7 @@ export class MemoryDriver implements Driver {
       state = undefined
     }
     if (!state) {
-      state = { kind: request.kind, fair: request.fair, permits: request.permits, holders: new Map(), line: [], blockedUntil: 0 }
+      state = { kind: request.kind, fair: request.fair, permits: request.permits, holders: new Map(), phantoms: new Set(), line: [], lastToken: 0n }
       this.locks.set(request.name, state)
     } else {
       const conflict = describeConflict(state, request)
@@ -98,15 +109,22 @@ export class MemoryDriver implements Driver {
 
     const queued = state.line.findIndex((w) => w.owner === request.owner)
     const barging = queued < 0 && (!request.fair || state.line.length === 0)
-    if (barging && now >= state.blockedUntil && canJoin(heldModes(state), request.mode, state.permits, hasQueuedWriter(state))) {
+    if (barging && canJoin(heldModes(state), request.mode, state.permits, hasQueuedWriter(state))) {
       return this.grant(request.name, state, request, now)
     }
+    let place = -1
     if (request.enqueue) {
       const staleAt = now + request.queueTtlMs
       if (queued >= 0) state.line[queued]!.staleAt = staleAt
       else state.line.push({ owner: request.owner, mode: request.mode, ttlMs: request.ttlMs, lockDelayMs: request.lockDelayMs, staleAt })
+      place = queued >= 0 ? queued : state.line.length - 1
     }
-    return { status: 'busy', retryAfterMs: this.retryAfter(state, now), ...holderOf(state, now) }
+    // Only the head of the line needs to look again when the holders' leases
+    // end (in case a hand-over is lost); everyone behind it is served by
+    // hand-overs, so it only refreshes its entry: a holder dying with N
+    // waiters brings one attempt, not N.
+    const retryAfterMs = place > 0 ? Math.max(request.queueTtlMs, this.retryAfter(state, now)) : this.retryAfter(state, now)
+    return { status: 'busy', retryAfterMs, ...holderOf(state, now) }
   }
 
   async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
@@ -169,6 +187,12 @@ export class MemoryDriver implements Driver {
     }
   }
 
+  /**
+   * Frees the name and grants it to nobody: holders are told they lost it,
+   * and the line is dropped with a "retry" to each live waiter, so live ones
+   * line up again at once (in the order their retries arrive) while a dead
+   * waiter at the head can not be handed the name.
+   */
   async forceRelease(name: string): Promise<boolean> {
     const state = this.locks.get(name)
     if (!state) return false
@@ -177,9 +201,13 @@ export class MemoryDriver implements Driver {
       clearTimeout(holder.timer)
       this.notify(holder.owner, { type: 'lost', reason: 'released by force (forceRelease)' })
     }
+    for (const phantom of state.phantoms) clearTimeout(phantom.timer)
     state.holders.clear()
-    state.blockedUntil = 0
-    this.promote(name, state, monotonicNow())
+    state.phantoms.clear()
+    const now = monotonicNow()
+    for (const waiter of state.line.splice(0)) {
+      if (waiter.staleAt > now) this.notify(waiter.owner, { type: 'retry' })
+    }
     this.dropIfIdle(name, state)
     return held
   }
@@ -192,7 +220,6 @@ export class MemoryDriver implements Driver {
 
   /** Hands the name to the head of the line while the head fits (several readers or permits at once). */
   private promote(name: string, state: LockState, now: number): void {
-    if (now < state.blockedUntil) return
     while (state.line.length > 0) {
       const head = state.line[0]!
       if (head.staleAt <= now) {
@@ -210,9 +237,9 @@ export class MemoryDriver implements Driver {
     name: string, state: LockState,
     who: { owner: string; mode: HoldMode; ttlMs: number; lockDelayMs: number }, now: number,
   ): { status: 'granted'; token: bigint; ttlMs: number } {
-    const last = this.tokens.get(name) ?? 0n
-    const token = this.nextToken ? this.nextToken(name, last) : last + 1n
-    this.tokens.set(name, token)
+    const token = this.shared.nextToken ? this.shared.nextToken(this.shared.lastToken) : this.shared.lastToken + 1n
+    this.shared.lastToken = token
+    state.lastToken = token
     const holder: Holder = {
       owner: who.owner, token, mode: who.mode, expiresAt: now + who.ttlMs, lockDelayMs: who.lockDelayMs,
       timer: undefined as unknown as NodeJS.Timeout,
@@ -234,28 +261,23 @@ export class MemoryDriver implements Driver {
     if (holder.expiresAt > now) return this.armExpiry(name, state, holder, holder.expiresAt - now)
     state.holders.delete(holder.owner)
     if (holder.lockDelayMs > 0) {
-      state.blockedUntil = Math.max(state.blockedUntil, now + holder.lockDelayMs)
-      clearTimeout(state.delayTimer)
-      state.delayTimer = setTimeout(() => {
+      // Lock delay: the expired hold keeps its slot, as a phantom, a while longer.
+      const phantom = { ...holder, expiresAt: now + holder.lockDelayMs }
+      state.phantoms.add(phantom)
+      phantom.timer = setTimeout(() => {
+        state.phantoms.delete(phantom)
         this.promote(name, state, monotonicNow())
         this.dropIfIdle(name, state)
-        this.wakeLine(state)
-      }, state.blockedUntil - now + 1)
-      state.delayTimer.unref()
-      return
+      }, holder.lockDelayMs + 1)
+      phantom.timer.unref()
     }
     this.promote(name, state, now)
     this.dropIfIdle(name, state)
   }
 
-  /** After a lock delay ends with nobody to hand to, let barging waiters of a non-fair lock retry. */
-  private wakeLine(state: LockState): void {
-    for (const waiter of state.line) this.notify(waiter.owner, { type: 'retry' })
-  }
-
   private retryAfter(state: LockState, now: number): number {
-    let soonest = state.blockedUntil > now ? state.blockedUntil - now : Infinity
-    for (const holder of state.holders.values()) soonest = Math.min(soonest, holder.expiresAt - now)
+    let soonest = Infinity
+    for (const holder of [...state.holders.values(), ...state.phantoms]) soonest = Math.min(soonest, holder.expiresAt - now)
     return Number.isFinite(soonest) ? Math.max(1, Math.ceil(soonest)) : 1
   }
 
@@ -270,7 +292,7 @@ export class MemoryDriver implements Driver {
       name, kind: state.kind, fair: state.fair, permits: state.permits,
       holders: [...state.holders.values()].map((h) => summary(h, now, wall)),
       waiters: state.line.filter((w) => w.staleAt > now).map((w) => ({ owner: w.owner, mode: w.mode })),
-      lastToken: this.tokens.get(name) ?? 0n,
+      lastToken: state.lastToken,
     }
   }
 
@@ -279,18 +301,21 @@ export class MemoryDriver implements Driver {
   }
 
   private drop(name: string, state: LockState): void {
-    for (const holder of state.holders.values()) clearTimeout(holder.timer)
-    clearTimeout(state.delayTimer)
+    for (const holder of [...state.holders.values(), ...state.phantoms]) clearTimeout(holder.timer)
     if (this.locks.get(name) === state) this.locks.delete(name)
   }
 }
 
 function isIdle(state: LockState, now: number): boolean {
-  return state.holders.size === 0 && now >= state.blockedUntil && state.line.every((w) => w.staleAt <= now)
+  return state.holders.size === 0 && state.phantoms.size === 0 && state.line.every((w) => w.staleAt <= now)
 }
 
+/** Modes of the holds and of the phantoms of expired holds (lock delay): both take their slot. */
 function heldModes(state: LockState): HoldMode[] {
-  return [...state.holders.values()].map((h) => h.mode)
+  const modes: HoldMode[] = []
+  for (const holder of state.holders.values()) modes.push(holder.mode)
+  for (const phantom of state.phantoms) modes.push(phantom.mode)
+  return modes
 }
 
 function hasQueuedWriter(state: LockState): boolean {

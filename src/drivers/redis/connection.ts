@@ -2,10 +2,13 @@ import { readFileSync } from 'node:fs'
 import type { ConnectionOptions } from 'node:tls'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { DriverOptions } from '../../core/driver.js'
-import { backendUnavailable, invalidArgument } from '../../core/errors.js'
+import { backendUnavailable, invalidArgument, unauthorized } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 
 export type RedisClient = Redis | Cluster
+
+/** A subscriber resubscribes itself (see create); a sharded one (cluster only) has one connection per shard. */
+type Role = 'subscriber' | 'sharded-subscriber'
 
 export interface RedisTarget {
   /**
@@ -14,10 +17,16 @@ export interface RedisTarget {
    * leaves a rejected promise unhandled when the connection closes meanwhile,
    * so the driver resubscribes on 'ready' instead.
    */
-  create(role?: 'subscriber'): RedisClient
+  create(role?: Role): RedisClient
+  /** redis+cluster:// */
+  readonly cluster: boolean
   /** Key prefix, `?prefix=` in the URL, default "baton". */
   readonly keyPrefix: string
   readonly display: string
+  /** The URL's user, for authentication messages ("default" when it names none). */
+  readonly user: string
+  /** The database number of redis:// and rediss:// URLs (0 when absent). */
+  readonly db: number
 }
 
 const DEFAULT_PORT = 6379
@@ -43,6 +52,7 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
     ...(url.password ? { password: url.password } : {}),
   }
   const hosts = url.hosts.map((h) => ({ host: h.host, port: h.port ?? DEFAULT_PORT }))
+  const named = { keyPrefix, display: url.display, user: url.username ?? 'default', cluster: url.scheme === 'redis+cluster' }
   switch (url.scheme) {
     case 'redis':
     case 'rediss': {
@@ -50,13 +60,13 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
       const db = url.path === '' ? 0 : Number(url.path)
       if (!Number.isInteger(db) || db < 0) throw invalidArgument(`the database "${url.path}" in ${url.display} must be a whole number`)
       const settings: RedisOptions = { ...common, ...hosts[0], db, ...(url.scheme === 'rediss' ? { tls: tlsOptions(url) } : {}) }
-      return { keyPrefix, display: url.display, create: (role) => new Redis(forRole(settings, role)) }
+      return { ...named, db, create: (role) => new Redis(forRole(settings, role)) }
     }
     case 'redis+sentinel': {
       if (hosts.length === 0 || !url.path) throw invalidArgument(`${url.display} must be redis+sentinel://host:port[,host:port…]/mastername`)
       const sentinels = url.hosts.map((h) => ({ host: h.host, port: h.port ?? DEFAULT_SENTINEL_PORT }))
       const settings: RedisOptions = { ...common, sentinels, name: url.path }
-      return { keyPrefix, display: url.display, create: (role) => new Redis(forRole(settings, role)) }
+      return { ...named, db: 0, create: (role) => new Redis(forRole(settings, role)) }
     }
     case 'redis+cluster': {
       if (hosts.length === 0) throw invalidArgument(`${url.display} must name at least one cluster node`)
@@ -68,9 +78,14 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
         redisOptions: { ...common, lazyConnect: false },
       }
       return {
-        keyPrefix,
-        display: url.display,
-        create: (role) => new Cluster(hosts, { ...settings, redisOptions: forRole(settings.redisOptions!, role) }),
+        ...named,
+        db: 0,
+        create: (role) => new Cluster(hosts, {
+          ...settings,
+          // ioredis keeps one subscriber per master and resubscribes sharded channels itself.
+          ...(role === 'sharded-subscriber' ? { shardedSubscribers: true } : {}),
+          redisOptions: role === 'sharded-subscriber' ? settings.redisOptions! : forRole(settings.redisOptions!, role),
+        }),
       }
     }
     default:
@@ -89,16 +104,29 @@ function tlsOptions(url: StoreUrl): ConnectionOptions {
   }
 }
 
-function forRole(settings: RedisOptions, role?: 'subscriber'): RedisOptions {
+function forRole(settings: RedisOptions, role?: Role): RedisOptions {
   return role === 'subscriber' ? { ...settings, autoResubscribe: false } : settings
 }
 
-/** Connects within the connect timeout, or fails with BACKEND_UNAVAILABLE and leaves nothing running. */
-export async function openClient(target: RedisTarget, timeoutMs: number, role?: 'subscriber'): Promise<RedisClient> {
+/**
+ * Connects within the connect timeout, or fails and leaves nothing running:
+ * UNAUTHORIZED when the server refused the credentials (or wants some),
+ * INVALID_ARGUMENT for a database the server does not have, else
+ * BACKEND_UNAVAILABLE.
+ */
+export async function openClient(target: RedisTarget, timeoutMs: number, role?: Role): Promise<RedisClient> {
   const client = target.create(role)
-  // Errors are reported through the commands that fail; an 'error' event with
-  // no listener would crash the process.
-  client.on('error', () => {})
+  // ioredis reports a refused AUTH or SELECT only as 'error' events (and then
+  // keeps reconnecting, or goes on in db 0): watch them while connecting.
+  // Later errors are reported through the commands that fail; an 'error'
+  // event with no listener would crash the process.
+  let refused: Error | undefined
+  let badDb: Error | undefined
+  const onError = (error: Error): void => {
+    if (AUTH_ERROR.test(error.message)) refused ??= error
+    else if (DB_ERROR.test(error.message)) badDb ??= error
+  }
+  client.on('error', onError)
   let timer: NodeJS.Timeout | undefined
   try {
     await Promise.race([
@@ -107,11 +135,48 @@ export async function openClient(target: RedisTarget, timeoutMs: number, role?: 
         timer = setTimeout(() => reject(new Error(`no connection within ${timeoutMs} ms`)), timeoutMs)
       }),
     ])
+    if (refused) throw refused
+    if (badDb) throw badDb
     return client
   } catch (cause) {
     client.disconnect()
+    const failure = refused ?? badDb ?? cause
+    if (failure === refused) throw unauthorized(`redis store at ${target.display}`, authProblem(target, refused!), refused)
+    if (failure === badDb) throw invalidArgument(await dbProblem(target, client), badDb)
     throw backendUnavailable(`redis store at ${target.display}`, cause)
   } finally {
     clearTimeout(timer)
+    client.off('error', onError)
+    client.on('error', () => {})
   }
+}
+
+const AUTH_ERROR = /^(NOAUTH|WRONGPASS|NOPERM)|invalid password|ERR AUTH|without any password configured/i
+const DB_ERROR = /DB index is out of range|SELECT is not allowed/i
+
+function authProblem(target: RedisTarget, error: Error): string {
+  if (/^NOAUTH/.test(error.message)) {
+    return 'it requires a password and the store URL gives none; use redis://user:password@host (special characters %-escaped or not)'
+  }
+  return `the user "${target.user}" and the password in the store URL were not accepted (${error.message.split('.')[0]}); check both`
+}
+
+/** "db 99 … the server has 16 databases", asking the server for its count when it lets us. */
+async function dbProblem(target: RedisTarget, client: RedisClient): Promise<string> {
+  let count = ''
+  const probe = target.create()
+  probe.on('error', () => {})
+  try {
+    const reply = (await Promise.race([
+      probe.connect().then(() => probe.call('CONFIG', 'GET', 'databases')),
+      new Promise((resolve) => setTimeout(resolve, 1000, undefined)),
+    ])) as string[] | undefined
+    if (reply?.[1]) count = ` (it has ${reply[1]}: 0-${Number(reply[1]) - 1})`
+  } catch {
+    // CONFIG may be disabled (managed Redis): the message goes without the count.
+  } finally {
+    probe.disconnect()
+    client.disconnect()
+  }
+  return `the database ${target.db} in ${target.display} does not exist on that server${count}; use one it has, or raise "databases" in its redis.conf`
 }

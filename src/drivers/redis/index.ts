@@ -2,10 +2,12 @@ import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
   HoldMode, HoldRef, HolderSummary, LockInfo, LockKind, LockSpec, Wake,
 } from '../../core/driver.js'
-import { backendUnavailable } from '../../core/errors.js'
+import { inspect } from 'node:util'
+import { backendUnavailable, invalidArgument } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
+import { WakeRoutes } from '../../core/wake-routes.js'
 import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
-import { keyList, lockKeys, nameOfKey, scanPattern, wakeChannelPrefix } from './keys.js'
+import { keyList, lockKeys, nameOfKey, scanPattern, shardedWakeChannelPrefix, slotOfName, wakeChannelPrefix } from './keys.js'
 import { loadScripts, Scripts, type ScriptName } from './scripts.js'
 
 const CAPABILITIES: Capabilities = {
@@ -21,8 +23,6 @@ function specOf(spec: LockSpec): string {
   return `${MODE_LETTER[spec.mode]}${spec.kind === 'semaphore' ? spec.permits : ''}${spec.fair ? 'f' : ''}`
 }
 
-const isExclusive = (mode: HoldMode): boolean => mode === 'exclusive' || mode === 'write'
-
 function memberOf(hold: HoldRef): string {
   return `${hold.owner}|${specOf(hold)}|${hold.token}|${hold.lockDelayMs}`
 }
@@ -36,7 +36,7 @@ export class RedisDriver implements Driver {
   readonly store = 'redis'
   readonly capabilities = CAPABILITIES
   private readonly scripts: Scripts
-  private readonly watchers = new Map<string, (wake: Wake) => void>()
+  private readonly routes = new WakeRoutes()
   private readonly channelPrefix: string
 
   constructor(
@@ -44,21 +44,63 @@ export class RedisDriver implements Driver {
     private readonly subscriber: RedisClient,
     private readonly target: RedisTarget,
     readonly clientId: string,
+    private readonly fenceTtlMs: number,
+    /** Redis Cluster >= 7: wake-ups by SPUBLISH on per-slot channels (see keys.ts). */
+    readonly sharded = false,
   ) {
     this.scripts = new Scripts(client)
     this.channelPrefix = wakeChannelPrefix(target.keyPrefix)
-    subscriber.on('message', (_channel: string, message: string) => this.dispatch(message))
+    const onMessage = (_channel: string, message: string): void => this.routes.dispatch(message)
+    subscriber.on('message', onMessage)
+    subscriber.on('smessage', onMessage)
   }
 
   get wakeChannel(): string {
     return this.channelPrefix + this.clientId
   }
 
+  /** Where scripts publish wake-ups for `name`'s waiters and holders. */
+  private channelFor(name: string): string {
+    return this.sharded ? shardedWakeChannelPrefix(this.target.keyPrefix, slotOfName(name)) : this.channelPrefix
+  }
+
+  /** Sharded mode: the subscription of each slot used: true once active, or while it is made. */
+  private readonly slots = new Map<number, true | Promise<void>>()
+
+  /**
+   * Sharded mode: subscribes to this client's channel for the slot of `name`
+   * once, before the first attempt on that slot is sent, so no wake-up
+   * published for that attempt can come before the subscription. A failed
+   * subscription is tried again by the next attempt; the retry timers cover
+   * the attempts in between.
+   */
+  private slotReady(name: string): true | Promise<void> {
+    const slot = slotOfName(name)
+    const known = this.slots.get(slot)
+    if (known) return known
+    const subscribing = this.subscriber.ssubscribe(shardedWakeChannelPrefix(this.target.keyPrefix, slot) + this.clientId).then(
+      () => {
+        this.slots.set(slot, true)
+      },
+      () => {
+        this.slots.delete(slot)
+      },
+    )
+    this.slots.set(slot, subscribing)
+    return subscribing
+  }
+
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    if (this.sharded) {
+      const ready = this.slotReady(request.name)
+      if (ready !== true) await ready
+    }
+    // Every attempt is the same script whether or not it is a retry: the
+    // script itself recognises an owner that already holds or waits.
     const reply = (await this.call('acquire', request.name, [
       request.owner, specOf(request), request.ttlMs, request.lockDelayMs,
-      request.enqueue ? 1 : 0, Math.ceil(request.queueTtlMs), request.retry ? 1 : 0,
-      request.name, this.channelPrefix,
+      request.enqueue ? 1 : 0, Math.ceil(request.queueTtlMs),
+      request.name, this.channelFor(request.name), this.fenceTtlMs,
     ])) as [number, number | string, string | null, number | null]
     const [status] = reply
     if (status === 1) return { status: 'granted', token: BigInt(reply[1]), ttlMs: Number(reply[2]) }
@@ -72,7 +114,7 @@ export class RedisDriver implements Driver {
     const replies = await Promise.all(
       holds.map((hold) => {
         const keys = lockKeys(this.target.keyPrefix, hold.name)
-        return this.run('extend', [isExclusive(hold.mode) ? keys.exclusive : keys.shared], [memberOf(hold), ttlMs, hold.lockDelayMs])
+        return this.run('extend', hold.name, [keys.exclusive, keys.shared], [memberOf(hold), ttlMs, hold.lockDelayMs])
       }),
     )
     return replies.map((ttl) => (Number(ttl) > 0 ? { status: 'extended', ttlMs: Number(ttl) } : { status: 'lost' }))
@@ -80,20 +122,22 @@ export class RedisDriver implements Driver {
 
   async release(hold: HoldRef | (LockSpec & { owner: string })): Promise<boolean> {
     const member = 'token' in hold ? memberOf(hold) : ''
-    const released = await this.call('release', hold.name, [member, hold.owner, this.channelPrefix])
+    const released = await this.call('release', hold.name, [member, hold.owner, this.channelFor(hold.name), this.fenceTtlMs])
     return Number(released) === 1
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {
     const read: HoldRef = { ...hold, mode: 'read' }
-    return Number(await this.call('downgrade', hold.name, [memberOf(hold), memberOf(read), this.channelPrefix])) === 1
+    return Number(await this.call('downgrade', hold.name, [memberOf(hold), memberOf(read), this.channelFor(hold.name), this.fenceTtlMs])) === 1
+  }
+
+  /** Tells every watched owner to try again now (wake-ups may have been missed). */
+  nudgeAll(): void {
+    this.routes.nudgeAll()
   }
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    this.watchers.set(owner, onWake)
-    return () => {
-      if (this.watchers.get(owner) === onWake) this.watchers.delete(owner)
-    }
+    return this.routes.watch(owner, onWake)
   }
 
   async inspect(name: string): Promise<LockInfo | null> {
@@ -145,11 +189,11 @@ export class RedisDriver implements Driver {
   }
 
   async forceRelease(name: string): Promise<boolean> {
-    return Number(await this.call('forceRelease', name, [this.channelPrefix])) > 0
+    return Number(await this.call('forceRelease', name, [this.channelFor(name)])) > 0
   }
 
   async close(): Promise<void> {
-    this.watchers.clear()
+    this.routes.clear()
     await Promise.allSettled([this.client.quit(), this.subscriber.quit()])
     this.client.disconnect()
     this.subscriber.disconnect()
@@ -157,25 +201,37 @@ export class RedisDriver implements Driver {
 
   /** Runs a script that takes all five keys of `name`. */
   private call(script: ScriptName, name: string, args: (string | number)[]): Promise<unknown> {
-    return this.run(script, keyList(lockKeys(this.target.keyPrefix, name)), args)
+    return this.run(script, name, keyList(lockKeys(this.target.keyPrefix, name)), args)
   }
 
-  private async run(script: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
+  private async run(script: ScriptName, name: string, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await this.scripts.run(this.client, script, keys, args)
     } catch (cause) {
+      if (isForeign(cause)) {
+        throw invalidArgument(
+          `the Redis keys of "${name}" (${this.target.keyPrefix}:{${name}}:*) hold a value baton did not write ` +
+            `(${foreignDetail(cause)}); another program uses them: pick another name or "prefix", or clear them with forceRelease("${name}")`,
+          cause,
+        )
+      }
       throw backendUnavailable(`redis store at ${this.target.display}`, cause)
     }
   }
 
-  /** Messages on this client's channel: "g|owner|token|ttl" (handed over) or "l|owner|reason" (lost). */
-  private dispatch(message: string): void {
-    const [type, owner, ...rest] = message.split('|')
-    const watcher = owner === undefined ? undefined : this.watchers.get(owner)
-    if (!watcher) return
-    if (type === 'g') watcher({ type: 'granted', token: BigInt(rest[0]!), ttlMs: Number(rest[1]) })
-    else if (type === 'l') watcher({ type: 'lost', reason: rest.join('|') })
+  /** util.inspect(baton) must show neither the password nor the clients' options. */
+  [inspect.custom](): string {
+    return `RedisDriver { ${this.target.display} }`
   }
+}
+
+/** A script found keys of a name holding what baton did not write (FOREIGN), or a command hit one (WRONGTYPE). */
+function isForeign(cause: unknown): cause is Error {
+  return cause instanceof Error && cause.name === 'ReplyError' && /^(FOREIGN|WRONGTYPE)\b/.test(cause.message)
+}
+
+function foreignDetail(cause: Error): string {
+  return cause.message.replace(/^FOREIGN /, '').replace(/ script: .*$/s, '')
 }
 
 /** A holders member ("owner|spec|token|delay") and its score → a summary. */
@@ -195,17 +251,27 @@ export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: D
   const client = await openClient(target, options.connectTimeoutMs)
   let subscriber: RedisClient
   try {
-    subscriber = await openClient(target, options.connectTimeoutMs, 'subscriber')
-    const driver = new RedisDriver(client, subscriber, target, options.clientId)
+    const sharded = target.cluster && (await majorVersion(client)) >= 7
+    subscriber = await openClient(target, options.connectTimeoutMs, sharded ? 'sharded-subscriber' : 'subscriber')
+    const driver = new RedisDriver(client, subscriber, target, options.clientId, Math.ceil(options.fenceTtlMs), sharded)
+    if (sharded) return driver
     await subscriber.subscribe(driver.wakeChannel)
-    // After a reconnect (or failover): wake-ups sent meanwhile are lost, which
-    // the waiters' retry timers cover; new ones must reach us again.
+    // After a reconnect (or failover, or CLIENT KILL TYPE pubsub): wake-ups
+    // sent meanwhile are lost. Once subscribed again, every waiter checks at
+    // once (a hand-over it missed is found by its attempt) instead of
+    // sleeping until its retry timer.
     subscriber.on('ready', () => {
-      subscriber.subscribe(driver.wakeChannel).catch(() => {})
+      subscriber.subscribe(driver.wakeChannel).then(() => driver.nudgeAll(), () => {})
     })
     return driver
   } catch (cause) {
     client.disconnect()
     throw backendUnavailable(`redis store at ${target.display}`, cause)
   }
+}
+
+/** The server's major version (a cluster answers from one of its nodes; all run one version). */
+async function majorVersion(client: RedisClient): Promise<number> {
+  const info = await client.info('server')
+  return Number(/^redis_version:(\d+)/m.exec(info)?.[1] ?? 0)
 }

@@ -1,3 +1,5 @@
+import calculateSlot from 'cluster-key-slot'
+
 /**
  * The key layout of one lock name, all under one {hash tag} so every key of
  * a name lives in one Redis Cluster slot and one script can touch them all.
@@ -34,9 +36,44 @@ export function nameOfKey(prefix: string, key: string): string | undefined {
   return end > start.length ? key.slice(start.length, end) : undefined
 }
 
-/** The pub/sub channel on which the store wakes one client's waiters. */
+/** The pub/sub channel on which the store wakes one client's waiters (prefix + client id). */
 export function wakeChannelPrefix(prefix: string): string {
   return `${prefix}:wake:`
+}
+
+/** A short hash tag for each cluster slot, found once by search (about 160,000 CRC16s of short strings). */
+let slotTags: string[] | undefined
+
+function slotTag(slot: number): string {
+  if (!slotTags) {
+    const tags: string[] = new Array(16384)
+    let found = 0
+    for (let i = 0; found < 16384; i++) {
+      const tag = i.toString(36)
+      const at = calculateSlot(tag)
+      if (tags[at] === undefined) {
+        tags[at] = tag
+        found++
+      }
+    }
+    slotTags = tags
+  }
+  return slotTags[slot]!
+}
+
+/** The cluster slot of every key of `name` (they share the {name} hash tag). */
+export function slotOfName(name: string): number {
+  return calculateSlot(name)
+}
+
+/**
+ * Sharded pub/sub (Redis Cluster >= 7): a client's wake-up channel for the
+ * names of one slot, `<prefix>:wake:{<tag of that slot>}:` + client id. A
+ * script publishes in the slot of the keys it runs on, so SPUBLISH reaches
+ * only that shard; a client subscribes once per slot it uses.
+ */
+export function shardedWakeChannelPrefix(prefix: string, slot: number): string {
+  return `${prefix}:wake:{${slotTag(slot)}}:`
 }
 
 function escapeGlob(text: string): string {

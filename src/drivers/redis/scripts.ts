@@ -17,7 +17,7 @@ export interface ScriptSpec {
 export const SCRIPTS = {
   acquire: { file: 'acquire', numberOfKeys: 5 },
   release: { file: 'release', numberOfKeys: 5 },
-  extend: { file: 'extend', numberOfKeys: 1 },
+  extend: { file: 'extend', numberOfKeys: 2 },
   forceRelease: { file: 'force-release', numberOfKeys: 5 },
   inspect: { file: 'inspect', numberOfKeys: 5 },
   downgrade: { file: 'downgrade', numberOfKeys: 5 },

@@ -7,7 +7,8 @@
   every script that takes them all declares them:
     KEYS[1] shared    ZSET   shared holds (read, permit): member, scored by
                              lease end + lock delay (store ms)
-    KEYS[2] token     STRING the fencing counter; never expires, only grows
+    KEYS[2] token     STRING the fencing counter; expires fenceTtl after the
+                             name's last grant (see nextToken)
     KEYS[3] line      ZSET   owner -> arrival number (order of service)
     KEYS[4] lineinfo  HASH   owner -> "<spec>|<ttlMs>|<lockDelayMs>|<staleAt>";
                              "~seq" last arrival number, "~w" writers in line
@@ -18,20 +19,15 @@
   <spec> is a mode letter (x exclusive, r read, w write, p permit), the
   permit count for a semaphore, and "f" when fair: "x", "wf", "p5".
   Exclusive and shared holds never coexist: a name has one kind at a time.
+
+  Every script is idempotent for an owner: running an attempt twice (a reply
+  lost and the command re-sent) finds the owner's hold or line entry and
+  answers as the first run did; it never makes a second one.
 ]]
 
-local function storeNow()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
--- Lua 5.1 prints large numbers in exponent form; tokens and times need digits.
-local function int(n)
-  return string.format('%d', n)
-end
-
 local function parseMember(member)
-  local owner, spec, token, delay = string.match(member, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+  local owner, spec, token, delay = string.match(member, '^([^|]*)|(%a%d*f?)|(%d+)|(%d+)$')
+  if not owner then foreign('hold "' .. string.sub(member, 1, 40) .. '"') end
   return owner, spec, token, tonumber(delay)
 end
 
@@ -43,24 +39,35 @@ local function isExclusive(mode)
   return mode == 'x' or mode == 'w'
 end
 
-local function memberOf(owner, spec, token, delay)
-  return owner .. '|' .. spec .. '|' .. int(token) .. '|' .. int(delay)
+-- The owner's shared hold (member, score), found by its owner prefix.
+local function sharedHoldOf(sharedKey, owner)
+  local pattern = string.gsub(owner, '[%*%?%[%]\\]', '\\%0') .. '|*'
+  local cursor = '0'
+  repeat
+    local page = redis.call('ZSCAN', sharedKey, cursor, 'MATCH', pattern, 'COUNT', 1000)
+    cursor = page[1]
+    if page[2][1] then return page[2][1], tonumber(page[2][2]) end
+  until cursor == '0'
+  return nil, nil
 end
 
--- The next fencing token: one above the last, and never below the store
--- clock x 1000. The clock floor keeps tokens increasing where the counter
--- itself went back: a store restarted empty, or a replica promoted before the
--- last increments reached it (replication is asynchronous). It holds as long
--- as the clocks of old and new master agree to within the failover time and
--- no name averages 1000 grants per ms.
-local function nextToken(tokenKey, now)
-  local floor = (now or storeNow()) * 1000
-  local token = math.max((tonumber(redis.call('GET', tokenKey)) or 0) + 1, floor)
-  redis.call('SET', tokenKey, int(token))
-  return token
+-- Renews the owner's shared hold to `ttl` from now; the key lives as long
+-- as its longest member.
+local function renewShared(sharedKey, member, now, ttl, delay)
+  local ends = now + ttl + delay
+  redis.call('ZADD', sharedKey, ends, member)
+  if redis.call('PTTL', sharedKey) < ends - now then redis.call('PEXPIRE', sharedKey, ends - now) end
 end
 
 -- Drops shared members whose lease and lock delay have both passed.
 local function prune(sharedKey, now)
   redis.call('ZREMRANGEBYSCORE', sharedKey, '-inf', now)
+end
+
+-- The wake-up channel of the client of `owner` (owners are "<client>.<id>").
+-- A prefix with a {hash tag} is a sharded channel of the name's slot (Redis
+-- Cluster >= 7): SPUBLISH reaches only that shard, not every node.
+local function wake(channelPrefix, owner, message)
+  local command = string.find(channelPrefix, '{', 1, true) and 'SPUBLISH' or 'PUBLISH'
+  redis.call(command, channelPrefix .. string.match(owner, '^([^.]*)'), message)
 end

@@ -1,12 +1,13 @@
 --[[
   release: ends a hold, or leaves the line if the owner only waits, then hands
-  the name to the next in line.
+  the name to the next in line. Idempotent: a second run finds nothing to end.
 
   KEYS[1] shared   KEYS[2] token   KEYS[3] line   KEYS[4] lineinfo   KEYS[5] exclusive
   ARGV[1] holder member, or "" when the owner does not know its token
           (it gave up waiting; a hand-over may have raced with that)
   ARGV[2] owner
   ARGV[3] wake-up channel prefix
+  ARGV[4] fence ttl ms
 
   Returns 1 if the owner held the name, else 0.
 ]]
@@ -17,17 +18,23 @@ if member ~= '' then
   -- Fast path: the owner's own hold, and nobody waits.
   local mode = string.match(member, '^[^|]*|(%a)')
   if mode == 'x' or mode == 'w' then
-    if redis.call('GET', KEYS[5]) == member then released = redis.call('DEL', KEYS[5]) end
+    if redis.call('GET', KEYS[5]) == member then
+      released = redis.call('DEL', KEYS[5])
+    elseif mode == 'w' then
+      -- A downgrade to read that crossed this release: end the read hold.
+      released = redis.call('ZREM', KEYS[1], (string.gsub(member, '^([^|]*)|w', '%1|r')))
+    end
   else
     released = redis.call('ZREM', KEYS[1], member)
   end
   if redis.call('EXISTS', KEYS[3]) == 0 then return released end
 end
 
+--- @include "token"
 --- @include "basics"
 --- @include "lib"
 
-local now = storeNow()
+local us, now = clock()
 if member == '' then
   local held = holdOf(KEYS, owner, now)
   if held then released = dropHold(KEYS, held) end
@@ -35,6 +42,6 @@ if member == '' then
 end
 if released == 1 or member == '' then
   prune(KEYS[1], now)
-  promote(KEYS, ARGV[3], now)
+  promote(KEYS, ARGV[3], us, now, tonumber(ARGV[4]))
 end
 return released

@@ -1,0 +1,41 @@
+import type { Wake } from './driver.js'
+
+/**
+ * Wake-ups that a store sends as text on one channel per client, routed to
+ * the owner they are for. Messages: "g|<owner>|<token>|<ttl ms>" (the lock
+ * was handed over), "l|<owner>|<reason>" (the hold is lost),
+ * "r|<owner>[|<owner>…]" (something changed: try again). Owners never
+ * contain '|'.
+ */
+export class WakeRoutes {
+  private readonly routes = new Map<string, (wake: Wake) => void>()
+
+  /** Driver.watch: routes `owner`'s wake-ups to `onWake` until the returned function is called. */
+  watch(owner: string, onWake: (wake: Wake) => void): () => void {
+    this.routes.set(owner, onWake)
+    return () => {
+      if (this.routes.get(owner) === onWake) this.routes.delete(owner)
+    }
+  }
+
+  dispatch(message: string): void {
+    const [type, owner, ...rest] = message.split('|')
+    if (type === 'r') {
+      for (const each of [owner, ...rest]) if (each !== undefined) this.routes.get(each)?.({ type: 'retry' })
+      return
+    }
+    const route = owner === undefined ? undefined : this.routes.get(owner)
+    if (!route) return
+    if (type === 'g') route({ type: 'granted', token: BigInt(rest[0]!), ttlMs: Number(rest[1]) })
+    else if (type === 'l') route({ type: 'lost', reason: rest.join('|') })
+  }
+
+  /** Tells every owner to try again (wake-ups may have been lost, e.g. while a connection was down). */
+  nudgeAll(): void {
+    for (const route of [...this.routes.values()]) route({ type: 'retry' })
+  }
+
+  clear(): void {
+    this.routes.clear()
+  }
+}

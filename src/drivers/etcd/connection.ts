@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs'
+import {
+  Etcd3, EtcdAuthenticationFailedError, EtcdInvalidAuthTokenError, EtcdPermissionDeniedError,
+  GRPCUnauthenticatedError, type IOptions,
+} from 'etcd3'
+import type { DriverOptions } from '../../core/driver.js'
+import { BatonError, backendUnavailable, invalidArgument } from '../../core/errors.js'
+import type { StoreUrl } from '../../core/url.js'
+
+const DEFAULT_PORT = 2379
+
+export interface EtcdTarget {
+  readonly options: IOptions
+  /** Prepended to every key (`?prefix=`, default none, so keys match `etcdctl lock`). */
+  readonly keyPrefix: string
+  readonly display: string
+}
+
+/**
+ * `etcd://[user:pass@]h1:p,h2:p[?prefix=app/]` and `etcds://…[?ca=/path/ca.pem]`
+ * (TLS). Every command gets `commandTimeoutMs` as its gRPC deadline; streams
+ * (watch, keepalive) have none.
+ */
+export function etcdTarget(url: StoreUrl, options: DriverOptions): EtcdTarget {
+  if (url.scheme !== 'etcd' && url.scheme !== 'etcds') throw invalidArgument(`the etcd driver does not handle ${url.scheme}://`)
+  if (url.hosts.length === 0) throw invalidArgument(`${url.display} must name at least one etcd endpoint, e.g. etcd://127.0.0.1:2379`)
+  if (url.path !== '') throw invalidArgument(`${url.display} has a path "${url.path}"; etcd URLs take none (use ?prefix= for a key prefix)`)
+  const keyPrefix = url.params.get('prefix') ?? ''
+  if (/[\u0000-\u001f\u007f]/.test(keyPrefix) || keyPrefix.length > 128) {
+    throw invalidArgument(`"prefix" in ${url.display} must be at most 128 printable characters`)
+  }
+  const tls = url.scheme === 'etcds'
+  const hosts = url.hosts.map((h) => `${tls ? 'https' : 'http'}://${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port ?? DEFAULT_PORT}`)
+  const deadline = options.commandTimeoutMs
+  const etcdOptions: IOptions = {
+    hosts,
+    dialTimeout: options.connectTimeoutMs,
+    defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + deadline }),
+    ...(url.username !== undefined ? { auth: { username: url.username, password: url.password ?? '' } } : {}),
+    ...(tls ? caOption(url) : {}),
+  }
+  return { options: etcdOptions, keyPrefix, display: url.display }
+}
+
+function caOption(url: StoreUrl): Pick<IOptions, 'credentials'> {
+  const caPath = url.params.get('ca')
+  if (caPath === null) return {}
+  try {
+    return { credentials: { rootCertificate: readFileSync(caPath) } }
+  } catch (cause) {
+    throw invalidArgument(`"ca" in ${url.display} names a file that can not be read: ${caPath}`, cause)
+  }
+}
+
+/** etcd3 failures → the typed errors every store reports (credentials never appear). */
+export function etcdFailure(display: string, cause: unknown): BatonError {
+  if (cause instanceof BatonError) return cause
+  if (
+    cause instanceof EtcdAuthenticationFailedError || cause instanceof EtcdInvalidAuthTokenError ||
+    cause instanceof GRPCUnauthenticatedError || cause instanceof EtcdPermissionDeniedError
+  ) {
+    return new BatonError('UNAUTHORIZED', `the etcd store at ${display} refused the user name or password in the URL (${(cause as Error).message})`, { cause })
+  }
+  const message = cause instanceof Error ? cause.message : String(cause)
+  if (/no leader|leader changed|request timed out|not capable|too many requests/i.test(message)) {
+    return new BatonError('QUORUM_NOT_REACHED', `the etcd cluster at ${display} has no quorum right now (${message}); it answers again once a majority of members is up`, { cause })
+  }
+  return backendUnavailable(`etcd store at ${display}`, cause)
+}
+
+/** Opens a client and proves it can talk (and authenticate) within the connect timeout. */
+export async function openEtcd(target: EtcdTarget, timeoutMs: number): Promise<Etcd3> {
+  const client = new Etcd3(target.options)
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([
+      client.get('\u0000baton-probe').string(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+      }),
+    ])
+    return client
+  } catch (cause) {
+    client.close()
+    throw etcdFailure(target.display, cause)
+  } finally {
+    clearTimeout(timer)
+  }
+}

@@ -1,0 +1,528 @@
+import type { Etcd3, IRangeRequest, IRequestOp, Lease, Watcher } from 'etcd3'
+import type {
+  AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
+  HoldRef, HolderSummary, LockInfo, LockSpec, Wake,
+} from '../../core/driver.js'
+import { monotonicNow } from '../../core/clock.js'
+import type { StoreUrl } from '../../core/url.js'
+import { blockersOf, conflictIn, decodeEntry, encodeEntry, noLockDelay, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
+import { busyIn, newSlot, Slots, type Slot, type SlotStore } from '../sequenced/slots.js'
+import { etcdFailure, etcdTarget, openEtcd, type EtcdTarget } from './connection.js'
+
+const CAPABILITIES: Capabilities = {
+  // Expiry of a crashed client's keys is etcd's lease expiry: no phantom slot can outlive it.
+  fair: true, rwlock: true, semaphore: true, lockDelay: false, handoff: true, durableTokens: true,
+}
+
+/** etcd refuses (raises) leases under this; see leaseSecondsFor. */
+export const ETCD_MIN_LEASE_SECONDS = 2
+/** A name's watch stays this long after its last entry went, so a hot name keeps one watch. */
+const NAME_WATCH_LINGER_MS = 10_000
+/** Changes remembered per name, to close the gap between a line read and its watch events. */
+const CHANGES_KEPT = 512
+
+/**
+ * One etcd lease of this client, kept alive by etcd3's keepalive stream. Every
+ * entry with the same lease length shares it. `confirmedAt` is when the last
+ * acknowledged keep-alive was *sent*: the store keeps the lease at least until
+ * confirmedAt + ttl, by its own clock.
+ */
+class ClientLease {
+  id = '0'
+  hex = '0'
+  confirmedAt = 0
+  private readonly fired: number[] = []
+  readonly slots = new Set<EtcdSlot>()
+  readonly ready: Promise<void>
+
+  constructor(readonly lease: Lease, readonly seconds: number, onLost: (lease: ClientLease, error: unknown) => void) {
+    const sentAt = monotonicNow()
+    lease.on('keepaliveFired', () => this.fired.push(monotonicNow()))
+    lease.on('keepaliveSucceeded', () => {
+      const sent = this.fired.shift()
+      if (sent !== undefined) this.confirmedAt = Math.max(this.confirmedAt, sent)
+    })
+    // A new keepalive stream: answers to earlier pings will not come.
+    lease.on('keepaliveEstablished', () => this.fired.splice(0))
+    lease.on('lost', (error: unknown) => onLost(this, error))
+    this.ready = lease.grant().then((id) => {
+      this.id = id
+      this.hex = BigInt(id).toString(16)
+      this.confirmedAt = sentAt
+    })
+  }
+
+  /** How long the store surely keeps this lease, by our monotonic clock. */
+  remainingMs(): number {
+    return this.confirmedAt + this.seconds * 1000 - monotonicNow()
+  }
+}
+
+/** An entry of this client: its key (the slot id), value and the lease it rides on. */
+interface EtcdSlot extends Slot {
+  value: string
+  lease: ClientLease
+  /**
+   * The entries before this waiter as of `seenAt`, kept current from the
+   * name's watch: entries can only leave or change mode there (a new key
+   * always lands behind), so the watch alone tells when it may hold.
+   */
+  ahead?: Map<string, LineEntry>
+  seenAt?: bigint
+}
+
+/** A key's last change seen on a name's watch. */
+interface Change {
+  readonly revision: bigint
+  readonly deleted: boolean
+  readonly value: string
+}
+
+/** A line read and the revision it was read at. */
+interface LineMarker {
+  readonly line: readonly LineEntry[]
+  readonly revision: bigint
+}
+
+/** One prefix watch per name in use by this client; each waiter reacts only to its blockers' changes. */
+interface NameWatch {
+  readonly ready: Promise<Watcher>
+  readonly slots: Set<EtcdSlot>
+  /** key → revision of its last change (delete or put) seen on the watch. */
+  readonly changed: Map<string, Change>
+  linger?: NodeJS.Timeout
+}
+
+interface LineRead {
+  readonly line: LineEntry[]
+  readonly leases: Map<string, string>
+  readonly revision: bigint
+}
+
+const LOST: ExtendResult = { status: 'lost' }
+
+/**
+ * etcd v3. Every hold or waiter is one key `<name>/<lease id hex>.<hold id>`
+ * attached to a lease of this client, ordered by create revision; the key with
+ * the lowest create revision under `<name>/` holds a mutex, exactly as in
+ * etcd's concurrency.Mutex (`etcdctl lock <name>`), so both exclude each other.
+ * The create revision is the fencing token. A release deletes the key, which by
+ * itself makes the next entry the holder; its client learns it from the watch.
+ */
+export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
+  readonly store = 'etcd'
+  readonly capabilities = CAPABILITIES
+  private readonly leases = new Map<number, ClientLease>()
+  private readonly slots = new Slots<EtcdSlot>(this)
+  private readonly names = new Map<string, NameWatch>()
+  private closed = false
+
+  constructor(
+    private readonly client: Etcd3,
+    private readonly target: EtcdTarget,
+    private readonly clientId: string,
+    private readonly idleWatcher: Watcher,
+  ) {}
+
+  async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    const known = this.slots.get(request.owner)
+    if (known?.held) return this.slots.granted(known)
+    if (known) return this.refreshWaiter(known, request)
+    const noDelay = noLockDelay('etcd', request)
+    if (noDelay) return { status: 'conflict', detail: noDelay }
+
+    const watch = this.watchName(request.name)
+    await this.guard(watch.ready)
+    const lease = await this.leaseFor(request.ttlMs)
+    const key = `${this.linePrefix(request.name)}${lease.hex}.${request.owner.slice(this.clientId.length + 1)}`
+    const value = encodeEntry(request)
+    const range = this.lineRange(request.name)
+    const reply = await this.guard(this.client.kv.txn({
+      compare: [{ key: Buffer.from(key), target: 'Create', result: 'Equal', create_revision: 0 }],
+      success: [{ request_put: { key: Buffer.from(key), value: Buffer.from(value), lease: lease.id } }, { request_range: range }],
+      failure: [{ request_range: range }],
+    }))
+    const read = this.parseLine(request.name, reply.responses[reply.succeeded ? 1 : 0]!.response_range.kvs, BigInt(reply.header.revision))
+    const mine = read.line.find((e) => e.id === key)
+    if (!mine) return { status: 'busy', retryAfterMs: 1 } // dropped at once (forced): try again
+
+    const conflict = conflictIn(read.line, request)
+    if (conflict) {
+      await this.deleteKeys([key])
+      return { status: 'conflict', detail: conflict }
+    }
+    const slot = newSlot<EtcdSlot>({
+      owner: request.owner, name: request.name, id: key, kind: request.kind, mode: request.mode,
+      permits: request.permits, token: mine.token, ttlMs: request.ttlMs, value, lease,
+    })
+    this.adopt(slot, watch)
+    const placed = this.slots.place(slot, read.line, { line: read.line, revision: read.revision } satisfies LineMarker)
+    if (placed === 'granted') return this.slots.granted(slot)
+    if (!request.enqueue) {
+      this.slots.forget(slot)
+      await this.deleteKeys([key])
+    } else if (this.slots.get(slot.owner) === slot) {
+      this.slots.keepWaiting(slot, request.queueTtlMs)
+    }
+    return busyIn(read.line, request.queueTtlMs)
+  }
+
+  async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
+    return Promise.all(holds.map(async (hold): Promise<ExtendResult> => {
+      const slot = this.slots.get(hold.owner)
+      if (!slot || !slot.held || slot.name !== hold.name || slot.token !== hold.token) return LOST
+      const lease = await this.leaseFor(ttlMs)
+      // A new ttl can need a lease of another length: the key moves to it and keeps its create revision.
+      const moving = lease !== slot.lease
+      const reply = await this.guard(this.client.kv.txn({
+        compare: [{ key: Buffer.from(slot.id), target: 'Value', result: 'Equal', value: Buffer.from(slot.value) }],
+        success: moving ? [{ request_put: { key: Buffer.from(slot.id), value: Buffer.from(slot.value), lease: lease.id } }] : [],
+      }))
+      if (!reply.succeeded || this.slots.get(hold.owner) !== slot) {
+        this.slots.forget(slot)
+        return LOST
+      }
+      if (moving) {
+        slot.lease.slots.delete(slot)
+        slot.lease = lease
+        lease.slots.add(slot)
+      }
+      slot.ttlMs = ttlMs
+      this.slots.hold(slot)
+      return { status: 'extended', ttlMs: this.ttlLeft(slot) }
+    }))
+  }
+
+  async release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
+    const slot = this.slots.get(hold.owner)
+    if (!slot || slot.name !== hold.name) {
+      // An attempt whose reply was lost may still have made a key: its name is known for each lease.
+      if (!('token' in hold) && hold.owner.startsWith(`${this.clientId}.`)) {
+        const tail = hold.owner.slice(this.clientId.length + 1)
+        await this.deleteKeys([...this.leases.values()].map((l) => `${this.linePrefix(hold.name)}${l.hex}.${tail}`))
+      }
+      return false
+    }
+    this.slots.forget(slot)
+    await this.deleteKeys([slot.id])
+    return slot.held
+  }
+
+  async downgrade(hold: HoldRef): Promise<boolean> {
+    const slot = this.slots.get(hold.owner)
+    if (!slot || !slot.held || slot.mode !== 'write' || slot.token !== hold.token) return false
+    const value = encodeEntry({ ...hold, mode: 'read' })
+    const reply = await this.guard(this.client.kv.txn({
+      compare: [{ key: Buffer.from(slot.id), target: 'Value', result: 'Equal', value: Buffer.from(slot.value) }],
+      success: [{ request_put: { key: Buffer.from(slot.id), value: Buffer.from(value), lease: slot.lease.id } }],
+    }))
+    if (!reply.succeeded) {
+      this.slots.forget(slot)
+      return false
+    }
+    // Readers waiting on this key see the put on their watch and re-check.
+    slot.value = value
+    slot.mode = 'read'
+    return true
+  }
+
+  watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
+    return this.slots.watch(owner, onWake)
+  }
+
+  async inspect(name: string): Promise<LockInfo | null> {
+    const read = await this.readLineOf(name)
+    if (read.line.length === 0) return null
+    const holders = holdersIn(read.line)
+    const leaseIds = [...new Set(holders.map((h) => read.leases.get(h.id)!))]
+    const lives = new Map<string, { granted: number; left: number }>()
+    await this.guard(Promise.all(leaseIds.map(async (id) => {
+      const reply = await this.client.leaseClient.leaseTimeToLive({ ID: id })
+      lives.set(id, { granted: Number(reply.grantedTTL), left: Math.max(0, Number(reply.TTL)) })
+    })))
+    const wall = Date.now()
+    const summaries: HolderSummary[] = holders.map((entry) => {
+      const mine = this.slots.get(entry.owner)
+      const left = mine?.held ? this.ttlLeft(mine) : (lives.get(read.leases.get(entry.id)!)?.left ?? 0) * 1000
+      return summaryOf(entry, wall + left)
+    })
+    const granted = [...new Set([...lives.values()].map((l) => l.granted))].filter((s) => s > 0)
+    const first = read.line[0]!
+    return {
+      name, kind: first.kind, fair: true, permits: first.permits, holders: summaries,
+      waiters: waitersIn(read.line).map((e) => ({ owner: e.owner, mode: e.mode })),
+      lastToken: holders.reduce((max, h) => (h.token > max ? h.token : max), 0n),
+      note: `etcd lease of the holders: ${granted.map((s) => `${s} s`).join(', ') || 'unknown'} ` +
+        `(1.5 × ttl, at least etcd's floor of ${ETCD_MIN_LEASE_SECONDS} s): a live client ends each hold at its ttl; ` +
+        'a crashed or cut-off client\'s holds end when that lease runs out',
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<LockInfo> {
+    const base = this.target.keyPrefix + prefix
+    const reply = await this.guard(this.client.kv.range({ key: Buffer.from(base), range_end: prefixEnd(base), keys_only: true }))
+    const names = new Set<string>()
+    for (const kv of reply.kvs) {
+      const rest = kv.key.toString().slice(this.target.keyPrefix.length)
+      const slash = rest.lastIndexOf('/')
+      if (slash > 0 && /^[0-9a-f]+(\.[\w-]+)?$/.test(rest.slice(slash + 1))) names.add(rest.slice(0, slash))
+    }
+    for (const name of [...names].sort()) {
+      const info = await this.inspect(name)
+      if (info) yield info
+    }
+  }
+
+  async forceRelease(name: string): Promise<boolean> {
+    const read = await this.readLineOf(name)
+    if (read.line.length === 0) return false
+    // All at one revision: nobody is granted by it; holders' clients see `lost`, waiters' `retry`.
+    await this.deleteKeys(read.line.map((e) => e.id))
+    return true
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.deleteKeys(this.slots.clear().map((s) => s.id)).catch(() => {})
+    // Holds stay until their lease runs out, like any client that goes away.
+    for (const lease of this.leases.values()) lease.lease.release()
+    this.leases.clear()
+    for (const watch of this.names.values()) void watch.ready.then((w) => w.cancel(), () => {})
+    this.names.clear()
+    await this.idleWatcher.cancel().catch(() => {})
+    this.client.close()
+  }
+
+  // ---- SlotStore ----
+
+  async drop(slot: EtcdSlot): Promise<void> {
+    await this.deleteKeys([slot.id])
+  }
+
+  async readLine(slot: EtcdSlot): Promise<{ line: LineEntry[]; marker: unknown }> {
+    const read = await this.readLineOf(slot.name)
+    return { line: read.line, marker: { line: read.line, revision: read.revision } satisfies LineMarker }
+  }
+
+  /**
+   * Waits behind the line as read at `marker.revision`: changes the watch
+   * reported since then are applied at once, later ones as they come; the
+   * waiter holds when no entry before it blocks it any more (no extra read).
+   */
+  standBehind(slot: EtcdSlot, _blockers: readonly LineEntry[], marker: unknown): void {
+    const { line, revision } = marker as LineMarker
+    const index = line.findIndex((e) => e.id === slot.id)
+    slot.ahead = new Map(line.slice(0, index).map((e) => [e.id, e]))
+    slot.seenAt = revision
+    const changed = this.names.get(slot.name)?.changed
+    const own = changed?.get(slot.id)
+    if (own?.deleted && own.revision > revision) return this.slots.gone(slot, 'its key was deleted')
+    let moved = false
+    for (const id of [...slot.ahead.keys()]) {
+      const change = changed?.get(id)
+      if (change && change.revision > revision) moved = this.apply(slot, id, change) || moved
+    }
+    if (moved) this.settle(slot)
+  }
+
+  /** One change of an entry before the waiter; true when it matters. */
+  private apply(slot: EtcdSlot, id: string, change: Change): boolean {
+    const before = slot.ahead?.get(id)
+    if (!before) return false
+    if (change.deleted) slot.ahead!.delete(id)
+    else slot.ahead!.set(id, decodeEntry(id, before.token, change.value, before.owner))
+    return true
+  }
+
+  /** Holds now if nothing before it blocks it; else waits for its new blockers. */
+  private settle(slot: EtcdSlot): void {
+    if (slot.held || this.slots.get(slot.owner) !== slot || !slot.ahead) return
+    const me: LineEntry = { id: slot.id, owner: slot.owner, kind: slot.kind, mode: slot.mode, permits: slot.permits, fair: true, token: slot.token }
+    const line = [...slot.ahead.values(), me]
+    const blockers = blockersOf(line, line.length - 1)
+    if (blockers.length > 0) {
+      slot.blockers = new Set(blockers.map((b) => b.id))
+      return
+    }
+    this.slots.hold(slot)
+    this.slots.wake(slot.owner, { type: 'granted', token: slot.token, ttlMs: this.ttlLeft(slot) })
+  }
+
+  /** The hold's own ttl, but never past what the lease surely covers. */
+  ttlLeft(slot: EtcdSlot): number {
+    return Math.max(0, Math.floor(Math.min(slot.endsAt - monotonicNow(), slot.lease.remainingMs())))
+  }
+
+  forgotten(slot: EtcdSlot): void {
+    slot.lease.slots.delete(slot)
+    const watch = this.names.get(slot.name)
+    if (!watch) return
+    watch.slots.delete(slot)
+    if (watch.slots.size === 0 && !this.closed) {
+      clearTimeout(watch.linger)
+      watch.linger = setTimeout(() => this.unwatchName(slot.name, watch), NAME_WATCH_LINGER_MS)
+      watch.linger.unref()
+    }
+  }
+
+  // ---- line reading ----
+
+  private linePrefix(name: string): string {
+    return `${this.target.keyPrefix}${name}/`
+  }
+
+  private lineRange(name: string): IRangeRequest {
+    const prefix = this.linePrefix(name)
+    return { key: Buffer.from(prefix), range_end: prefixEnd(prefix), sort_order: 'Ascend', sort_target: 'Create' }
+  }
+
+  private async readLineOf(name: string): Promise<LineRead> {
+    const reply = await this.guard(this.client.kv.range(this.lineRange(name)))
+    return this.parseLine(name, reply.kvs, BigInt(reply.header.revision))
+  }
+
+  /** Keys of deeper names (`<name>/sub/…`) share the range but not the line. */
+  private parseLine(name: string, kvs: readonly { key: Buffer; value: Buffer; create_revision: string; lease: string }[], revision: bigint): LineRead {
+    const prefix = this.linePrefix(name)
+    const line: LineEntry[] = []
+    const leases = new Map<string, string>()
+    for (const kv of kvs) {
+      const key = kv.key.toString()
+      const rest = key.slice(prefix.length)
+      if (rest.includes('/')) continue
+      line.push(decodeEntry(key, BigInt(kv.create_revision), kv.value.toString(), `etcd-lease:${rest}`))
+      leases.set(key, kv.lease)
+    }
+    return { line, leases, revision }
+  }
+
+  /** A repeated attempt of a waiter: keeps its place, and re-reads the line in case a wake-up was missed. */
+  private async refreshWaiter(slot: EtcdSlot, request: AcquireRequest): Promise<AcquireResult> {
+    this.slots.keepWaiting(slot, request.queueTtlMs)
+    const read = await this.readLineOf(slot.name)
+    if (this.slots.get(slot.owner) !== slot) return this.acquire(request)
+    if (slot.held) return this.slots.granted(slot)
+    const placed = this.slots.place(slot, read.line, { line: read.line, revision: read.revision } satisfies LineMarker)
+    if (placed === 'granted') return this.slots.granted(slot)
+    if (placed === undefined) {
+      this.slots.forget(slot)
+      return this.acquire(request)
+    }
+    return busyIn(read.line, request.queueTtlMs)
+  }
+
+  private onChange(watch: NameWatch, key: string, change: Change): void {
+    watch.changed.delete(key)
+    watch.changed.set(key, change)
+    if (watch.changed.size > CHANGES_KEPT) watch.changed.delete(watch.changed.keys().next().value!)
+    for (const slot of watch.slots) {
+      if (slot.id === key) {
+        if (change.deleted) this.slots.gone(slot, 'the store dropped it (released by force, or this client\'s etcd lease ended)')
+      } else if (!slot.held && slot.seenAt !== undefined && change.revision > slot.seenAt && this.apply(slot, key, change)) {
+        this.settle(slot)
+      }
+    }
+  }
+
+  private adopt(slot: EtcdSlot, watch: NameWatch): void {
+    this.slots.adopt(slot)
+    slot.lease.slots.add(slot)
+    watch.slots.add(slot)
+    clearTimeout(watch.linger)
+  }
+
+  // ---- watches and leases ----
+
+  private watchName(name: string): NameWatch {
+    let watch = this.names.get(name)
+    if (watch) return watch
+    const changed = new Map<string, Change>()
+    const ready = this.client.watch().prefix(this.linePrefix(name)).create()
+    const created: NameWatch = { ready, slots: new Set(), changed }
+    watch = created
+    ready.then((watcher) => {
+      watcher.on('put', (kv) => this.onChange(created, kv.key.toString(), { revision: BigInt(kv.mod_revision), deleted: false, value: kv.value.toString() }))
+      watcher.on('delete', (kv) => this.onChange(created, kv.key.toString(), { revision: BigInt(kv.mod_revision), deleted: true, value: '' }))
+    }, () => {
+      if (this.names.get(name) === created) this.names.delete(name)
+    })
+    this.names.set(name, watch)
+    return watch
+  }
+
+  private unwatchName(name: string, watch: NameWatch): void {
+    if (watch.slots.size > 0 || this.names.get(name) !== watch) return
+    this.names.delete(name)
+    void watch.ready.then((w) => w.cancel(), () => {})
+  }
+
+  private async leaseFor(ttlMs: number): Promise<ClientLease> {
+    const seconds = leaseSecondsFor(ttlMs)
+    let lease = this.leases.get(seconds)
+    if (!lease) {
+      lease = new ClientLease(this.client.lease(seconds), seconds, (l) => this.leaseLost(l))
+      this.leases.set(seconds, lease)
+    }
+    try {
+      await lease.ready
+    } catch (cause) {
+      if (this.leases.get(seconds) === lease) this.leases.delete(seconds)
+      throw etcdFailure(this.target.display, cause)
+    }
+    return lease
+  }
+
+  /** The lease ended (keep-alives failed past its ttl, or etcd revoked it): every key on it is gone. */
+  private leaseLost(lease: ClientLease): void {
+    if (this.leases.get(lease.seconds) === lease) this.leases.delete(lease.seconds)
+    for (const slot of [...lease.slots]) this.slots.gone(slot, 'this client\'s etcd lease ended (keep-alives failed past its ttl)')
+  }
+
+  private async deleteKeys(keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return
+    const success: IRequestOp[] = keys.map((key) => ({ request_delete_range: { key: Buffer.from(key) } }))
+    await this.guard(this.client.kv.txn({ success }))
+  }
+
+  private async guard<T>(promise: Promise<T>): Promise<T> {
+    try {
+      return await promise
+    } catch (cause) {
+      throw etcdFailure(this.target.display, cause)
+    }
+  }
+}
+
+/**
+ * The lease behind a hold of `ttlMs`: 1.5 × ttl, so that keep-alives every
+ * third of it always leave the whole ttl covered, and never under etcd's floor.
+ */
+export function leaseSecondsFor(ttlMs: number): number {
+  return Math.max(ETCD_MIN_LEASE_SECONDS, Math.ceil((ttlMs * 1.5) / 1000))
+}
+
+/** The end of etcd's range for every key starting with `prefix`. */
+function prefixEnd(prefix: string): Buffer {
+  const end = Buffer.from(prefix)
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) {
+      end[i] = end[i]! + 1
+      return end.subarray(0, i + 1)
+    }
+  }
+  return Buffer.from([0])
+}
+
+export const createEtcdDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
+  const target = etcdTarget(url, options)
+  const client = await openEtcd(target, options.connectTimeoutMs)
+  try {
+    // etcd3 tears its watch stream down with the last watcher: this one keeps it up.
+    const idle = await client.watch().key(`${target.keyPrefix}\u0000baton/idle`).create()
+    return new EtcdDriver(client, target, options.clientId, idle)
+  } catch (cause) {
+    client.close()
+    throw etcdFailure(target.display, cause)
+  }
+}

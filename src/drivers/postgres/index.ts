@@ -1,0 +1,220 @@
+import { inspect } from 'node:util'
+import pg from 'pg'
+import type {
+  AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
+  HoldMode, HoldRef, HolderSummary, LockInfo, LockKind, LockSpec, Wake,
+} from '../../core/driver.js'
+import { describeConflict } from '../../core/compat.js'
+import type { StoreUrl } from '../../core/url.js'
+import { WakeRoutes } from '../../core/wake-routes.js'
+import { postgresTarget, storeError, type PostgresTarget } from './connection.js'
+import { WakeListener } from './listener.js'
+import { ensureSchema } from './schema.js'
+import { sqlFor, type Operation, type SqlSet } from './sql.js'
+
+const CAPABILITIES: Capabilities = {
+  fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: true,
+}
+
+/** Names per page of list(). */
+const LIST_PAGE = 500
+/** Most idle names one sweep drops; a full batch runs the next sweep at once. */
+const SWEEP_BATCH = 1000
+const SWEEP_MIN_MS = 250
+const SWEEP_MAX_MS = 60_000
+
+interface AcquireRow {
+  status: 'granted' | 'busy' | 'conflict'
+  token: string | null
+  ms: string | null
+  holder_owner: string | null
+  holder_token: string | null
+  holder_mode: HoldMode | null
+  holder_expires_at: string | null
+  kind: LockKind | null
+  permits: number | null
+}
+
+interface InfoRow {
+  name: string
+  kind: LockKind
+  fair: boolean
+  permits: number
+  last_token: string
+  holders: { owner: string; token: string; mode: HoldMode; expiresAt: number }[]
+  waiters: { owner: string; mode: HoldMode }[]
+}
+
+/**
+ * PostgreSQL. Leases are rows whose expiry is the database clock; each
+ * operation is one statement (a PL/pgSQL function of the schema, or one
+ * UPDATE) run on a pooled connection. A release hands the name to the next in
+ * line in its own transaction and NOTIFYs that waiter's client only, on a
+ * channel per client that one dedicated connection LISTENs on.
+ */
+export class PostgresDriver implements Driver {
+  readonly store = 'postgres'
+  readonly capabilities = CAPABILITIES
+  private readonly routes = new WakeRoutes()
+  /** pg_notify channel of a client: this prefix and its client id. */
+  private readonly channelPrefix: string
+  private readonly listener: WakeListener
+  private sweepTimer: NodeJS.Timeout | undefined
+  private closed = false
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly target: PostgresTarget,
+    private readonly sql: SqlSet,
+    private readonly options: DriverOptions,
+  ) {
+    this.channelPrefix = `${target.schema}.wake.`
+    this.listener = new WakeListener(
+      target.client,
+      this.channelPrefix + options.clientId,
+      (payload) => this.routes.dispatch(payload),
+      // Wake-ups sent while the connection was down are lost: let everyone look again.
+      () => this.routes.nudgeAll(),
+    )
+  }
+
+  /** Starts listening for wake-ups, and the sweep of idle names. */
+  async start(): Promise<void> {
+    await this.listener.start()
+    this.scheduleSweep(this.sweepInterval())
+  }
+
+  async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    const [row] = await this.run<AcquireRow>('acquire', [
+      request.name, request.owner, request.kind, request.mode, request.fair, request.permits, request.ttlMs,
+      request.lockDelayMs, request.enqueue, Math.ceil(request.queueTtlMs), this.channelPrefix,
+    ])
+    if (!row) throw storeError(this.target, new Error('acquire returned no row'))
+    if (row.status === 'granted') return { status: 'granted', token: BigInt(row.token!), ttlMs: Number(row.ms) }
+    if (row.status === 'conflict') {
+      const detail = describeConflict({ kind: row.kind!, permits: row.permits! }, request)
+      if (detail) return { status: 'conflict', detail }
+    }
+    const holder: HolderSummary | undefined = row.holder_owner
+      ? { owner: row.holder_owner, token: BigInt(row.holder_token!), mode: row.holder_mode!, expiresAt: Number(row.holder_expires_at) }
+      : undefined
+    return { status: 'busy', retryAfterMs: Number(row.ms ?? 1), ...(holder ? { holder } : {}) }
+  }
+
+  async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
+    if (holds.length === 0) return []
+    const rows = await this.run<{ i: string }>('extend', [
+      holds.map((h) => h.name), holds.map((h) => h.owner), holds.map((h) => h.token.toString()), ttlMs,
+    ])
+    const renewed = new Set(rows.map((r) => Number(r.i) - 1))
+    return holds.map((_, i) => (renewed.has(i) ? { status: 'extended', ttlMs } : { status: 'lost' }))
+  }
+
+  async release(hold: HoldRef | (LockSpec & { owner: string })): Promise<boolean> {
+    const token = 'token' in hold ? hold.token.toString() : null
+    const [row] = await this.run<{ released: boolean }>('release', [hold.name, hold.owner, token, this.channelPrefix])
+    return row?.released === true
+  }
+
+  async downgrade(hold: HoldRef): Promise<boolean> {
+    const [row] = await this.run<{ done: boolean }>('downgrade', [hold.name, hold.owner, hold.token.toString(), this.channelPrefix])
+    return row?.done === true
+  }
+
+  watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
+    return this.routes.watch(owner, onWake)
+  }
+
+  async inspect(name: string): Promise<LockInfo | null> {
+    const [row] = await this.run<InfoRow>('inspect', [name])
+    return row ? infoOf(row) : null
+  }
+
+  async *list(prefix: string): AsyncIterable<LockInfo> {
+    const pattern = prefix.replace(/[\\%_]/g, '\\$&') + '%'
+    let after = ''
+    for (;;) {
+      const rows = await this.run<InfoRow>('list', [pattern, after, LIST_PAGE])
+      for (const row of rows) yield infoOf(row)
+      if (rows.length < LIST_PAGE) return
+      after = rows.at(-1)!.name
+    }
+  }
+
+  async forceRelease(name: string): Promise<boolean> {
+    const [row] = await this.run<{ dropped: number }>('force-release', [name, this.channelPrefix])
+    return Number(row?.dropped ?? 0) > 0
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    clearTimeout(this.sweepTimer)
+    this.routes.clear()
+    await Promise.allSettled([this.listener.close(), this.pool.end()])
+  }
+
+  /** util.inspect(baton) must show neither the password nor the pool's settings. */
+  [inspect.custom](): string {
+    return `PostgresDriver { ${this.target.display} }`
+  }
+
+  private async run<R>(op: Operation, values: unknown[]): Promise<R[]> {
+    const statement = this.sql.statements[op]
+    if (values.length !== statement.params) throw new Error(`${op}.sql takes ${statement.params} parameters, given ${values.length}`)
+    try {
+      const result = await this.pool.query<R & pg.QueryResultRow>({ name: statement.name, text: statement.text, values })
+      return result.rows
+    } catch (cause) {
+      throw storeError(this.target, cause)
+    }
+  }
+
+
+  /** Half the idle window, so a name's rows go between 1 and 1.5 windows after its last use. */
+  private sweepInterval(): number {
+    const base = Math.min(SWEEP_MAX_MS, Math.max(SWEEP_MIN_MS, this.options.fenceTtlMs / 2))
+    return base * (0.9 + Math.random() * 0.2) // clients started together do not sweep together
+  }
+
+  private scheduleSweep(delayMs: number): void {
+    if (this.closed) return
+    this.sweepTimer = setTimeout(() => {
+      this.run<{ dropped: number }>('sweep', [this.options.fenceTtlMs, SWEEP_BATCH]).then(
+        ([row]) => this.scheduleSweep(Number(row?.dropped) >= SWEEP_BATCH ? 0 : this.sweepInterval()),
+        () => this.scheduleSweep(this.sweepInterval()), // the store is away; the next sweep catches up
+      )
+    }, delayMs)
+    this.sweepTimer.unref()
+  }
+}
+
+function infoOf(row: InfoRow): LockInfo {
+  return {
+    name: row.name,
+    kind: row.kind,
+    fair: row.fair,
+    permits: row.permits,
+    holders: row.holders.map((h) => ({ owner: h.owner, token: BigInt(h.token), mode: h.mode, expiresAt: Number(h.expiresAt) })),
+    waiters: row.waiters.map((w) => ({ owner: w.owner, mode: w.mode })),
+    lastToken: BigInt(row.last_token),
+  }
+}
+
+export const createPostgresDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
+  const target = postgresTarget(url, options)
+  const sql = sqlFor(target.schema)
+  const pool = new pg.Pool({ ...target.client, max: target.poolSize })
+  // Idle connections that break are dropped by the pool; without a listener
+  // their 'error' event would end the process.
+  pool.on('error', () => {})
+  try {
+    await ensureSchema(pool, target, sql)
+    const driver = new PostgresDriver(pool, target, sql, options)
+    await driver.start()
+    return driver
+  } catch (cause) {
+    await pool.end().catch(() => {})
+    throw storeError(target, cause)
+  }
+}

@@ -1,0 +1,84 @@
+import pg from 'pg'
+import { quoteIdent } from './sql.js'
+
+const RECONNECT_MIN_MS = 50
+const RECONNECT_MAX_MS = 1000
+
+/**
+ * The one connection per client that LISTENs on the client's wake-up channel
+ * (one connection for all its waiters and holders, outside the pool: a
+ * pooled connection would be handed to queries and lose its LISTEN).
+ *
+ * When the connection drops it is opened again, with a growing pause, for as
+ * long as the driver is open; after each reconnect `onReconnect` runs, since
+ * wake-ups sent while it was down are lost.
+ */
+export class WakeListener {
+  private client: pg.Client | undefined
+  private closed = false
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly config: pg.ClientConfig,
+    private readonly channel: string,
+    private readonly onMessage: (payload: string) => void,
+    private readonly onReconnect: () => void,
+  ) {}
+
+  /** Connects and listens; throws if that fails (the caller reports it). */
+  async start(): Promise<void> {
+    await this.open()
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    clearTimeout(this.timer)
+    const client = this.client
+    this.client = undefined
+    await client?.end().catch(() => {})
+  }
+
+  private async open(): Promise<void> {
+    const client = new pg.Client({ ...this.config, query_timeout: undefined })
+    const lost = () => this.lost(client)
+    client.on('error', lost)
+    client.on('end', lost)
+    client.on('notification', (message) => {
+      if (message.payload !== undefined) this.onMessage(message.payload)
+    })
+    try {
+      await client.connect()
+      await client.query(`LISTEN ${quoteIdent(this.channel)}`)
+    } catch (error) {
+      client.removeAllListeners('end')
+      client.end().catch(() => {})
+      throw error
+    }
+    if (this.closed) {
+      await client.end().catch(() => {})
+      return
+    }
+    this.client = client
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== client) return
+    this.client = undefined
+    client.end().catch(() => {})
+    this.reconnect(0)
+  }
+
+  private reconnect(attempt: number): void {
+    if (this.closed) return
+    const pause = Math.min(RECONNECT_MIN_MS * 2 ** attempt, RECONNECT_MAX_MS)
+    this.timer = setTimeout(() => {
+      this.open().then(
+        () => {
+          if (!this.closed) this.onReconnect()
+        },
+        () => this.reconnect(attempt + 1),
+      )
+    }, pause)
+    this.timer.unref()
+  }
+}

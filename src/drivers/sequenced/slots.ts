@@ -1,0 +1,177 @@
+import type { AcquireResult, HoldMode, LockKind, Wake } from '../../core/driver.js'
+import { monotonicNow } from '../../core/clock.js'
+import { blockersOf, holdersIn, summaryOf, type LineEntry } from './line.js'
+
+/**
+ * A client's own entries in sequenced lines (etcd keys, ZooKeeper nodes):
+ * waiting, then holding. The bookkeeping both consensus drivers share: wake-up
+ * routes, the client-side end of holds and of stale places in line, and the
+ * re-check a waiter makes when something it waits for changed.
+ */
+export interface Slot {
+  readonly owner: string
+  readonly name: string
+  /** The entry's key or node path. */
+  readonly id: string
+  readonly kind: LockKind
+  mode: HoldMode
+  readonly permits: number
+  token: bigint
+  held: boolean
+  ttlMs: number
+  /** Monotonic end of the hold as this client enforces it. */
+  endsAt: number
+  expiry?: NodeJS.Timeout
+  stale?: NodeJS.Timeout
+  /** Ids of the entries this waiter waits for (see blockersOf). */
+  blockers: ReadonlySet<string>
+  checking: boolean
+  again: boolean
+}
+
+export interface SlotStore<S extends Slot> {
+  /** Deletes the slot's entry in the store (best effort; the session or lease ends it otherwise). */
+  drop(slot: S): Promise<void>
+  /** The line of `slot`'s name as the store has it now, with a store-specific read marker. */
+  readLine(slot: S): Promise<{ line: LineEntry[]; marker: unknown }>
+  /** Arranges to re-check `slot` when one of `blockers` changes (the read was taken at `marker`). */
+  standBehind(slot: S, blockers: readonly LineEntry[], marker: unknown): void
+  /** What a grant or renewal reports as the lease left (never past what the store surely keeps). */
+  ttlLeft(slot: S): number
+  /** Called when a slot leaves this client's books. */
+  forgotten?(slot: S): void
+}
+
+export class Slots<S extends Slot> {
+  readonly byOwner = new Map<string, S>()
+  private readonly wakes = new Map<string, (wake: Wake) => void>()
+
+  constructor(private readonly store: SlotStore<S>) {}
+
+  get(owner: string): S | undefined {
+    return this.byOwner.get(owner)
+  }
+
+  watch(owner: string, onWake: (wake: Wake) => void): () => void {
+    this.wakes.set(owner, onWake)
+    return () => {
+      if (this.wakes.get(owner) === onWake) this.wakes.delete(owner)
+    }
+  }
+
+  adopt(slot: S): void {
+    this.byOwner.set(slot.owner, slot)
+  }
+
+  /**
+   * Marks the slot held for its ttl from now. A live client deletes its entry
+   * when the ttl ends unrenewed; a dead one's entry goes with its lease/session.
+   */
+  hold(slot: S): void {
+    slot.held = true
+    clearTimeout(slot.stale)
+    clearTimeout(slot.expiry)
+    slot.endsAt = monotonicNow() + slot.ttlMs
+    slot.expiry = setTimeout(() => this.drop(slot), slot.ttlMs + 1)
+    slot.expiry.unref()
+  }
+
+  granted(slot: S): AcquireResult {
+    return { status: 'granted', token: slot.token, ttlMs: this.store.ttlLeft(slot) }
+  }
+
+  /** A waiter not refreshed within its queue ttl leaves the line (its owner gave up or died). */
+  keepWaiting(slot: S, queueTtlMs: number): void {
+    clearTimeout(slot.stale)
+    slot.stale = setTimeout(() => {
+      if (!slot.held) this.drop(slot)
+    }, queueTtlMs)
+    slot.stale.unref()
+  }
+
+  /** Leaves the books and deletes the entry in the store. */
+  drop(slot: S): void {
+    if (this.byOwner.get(slot.owner) !== slot) return
+    this.forget(slot)
+    this.store.drop(slot).catch(() => {})
+  }
+
+  forget(slot: S): void {
+    if (this.byOwner.get(slot.owner) === slot) this.byOwner.delete(slot.owner)
+    clearTimeout(slot.expiry)
+    clearTimeout(slot.stale)
+    this.store.forgotten?.(slot)
+  }
+
+  /** The entry vanished without us (forced release, lease or session end). */
+  gone(slot: S, why: string): void {
+    if (this.byOwner.get(slot.owner) !== slot) return
+    this.forget(slot)
+    this.wake(slot.owner, slot.held ? { type: 'lost', reason: why } : { type: 'retry' })
+  }
+
+  wake(owner: string, wake: Wake): void {
+    this.wakes.get(owner)?.(wake)
+  }
+
+  /**
+   * Places the slot by a fresh read of its line: granted now, or waiting
+   * behind its blockers. Returns undefined when its entry is gone.
+   */
+  place(slot: S, line: readonly LineEntry[], marker: unknown): 'granted' | 'waiting' | undefined {
+    const index = line.findIndex((e) => e.id === slot.id)
+    if (index < 0) return undefined
+    const blockers = blockersOf(line, index)
+    if (blockers.length === 0) {
+      this.hold(slot)
+      return 'granted'
+    }
+    slot.blockers = new Set(blockers.map((b) => b.id))
+    this.store.standBehind(slot, blockers, marker)
+    return 'waiting'
+  }
+
+  /** Something the waiter waits for changed: read the line again (coalesced) and grant or wait on. */
+  async recheck(slot: S): Promise<void> {
+    if (slot.checking) {
+      slot.again = true
+      return
+    }
+    slot.checking = true
+    try {
+      do {
+        slot.again = false
+        const { line, marker } = await this.store.readLine(slot)
+        if (this.byOwner.get(slot.owner) !== slot || slot.held) return
+        const placed = this.place(slot, line, marker)
+        if (placed === undefined) return this.gone(slot, 'its entry vanished')
+        if (placed === 'granted') {
+          this.wake(slot.owner, { type: 'granted', token: slot.token, ttlMs: this.store.ttlLeft(slot) })
+          return
+        }
+      } while (slot.again)
+    } catch {
+      // The store did not answer: the waiter's own refresh (every queue ttl / 3) reads the line again.
+    } finally {
+      slot.checking = false
+    }
+  }
+
+  /** Forgets every slot (client closing); returns the waiting ones, whose entries should be deleted. */
+  clear(): S[] {
+    const all = [...this.byOwner.values()]
+    for (const slot of all) this.forget(slot)
+    this.wakes.clear()
+    return all.filter((s) => !s.held)
+  }
+}
+
+/** A busy answer: wake-ups come from watches, the core only comes back to refresh the place in line. */
+export function busyIn(line: readonly LineEntry[], queueTtlMs: number): AcquireResult {
+  const first = holdersIn(line)[0]
+  return { status: 'busy', retryAfterMs: Math.max(1, queueTtlMs), ...(first ? { holder: summaryOf(first, 0) } : {}) }
+}
+
+export function newSlot<S extends Slot>(fields: Omit<S, 'held' | 'endsAt' | 'blockers' | 'checking' | 'again'>): S {
+  return { ...fields, held: false, endsAt: 0, blockers: new Set<string>(), checking: false, again: false } as unknown as S
+}

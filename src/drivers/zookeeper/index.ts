@@ -1,0 +1,443 @@
+import type { Event, Stat } from 'node-zookeeper-client'
+import type {
+  AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult, HoldRef,
+  HolderSummary, LockInfo, LockSpec, Wake,
+} from '../../core/driver.js'
+import { monotonicNow } from '../../core/clock.js'
+import type { StoreUrl } from '../../core/url.js'
+import { conflictIn, decodeEntry, encodeEntry, noLockDelay, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
+import { busyIn, newSlot, Slots, type Slot, type SlotStore } from '../sequenced/slots.js'
+import { CreateMode, ensureChroot, errorCode, Exception, ZkSession, zkFailure, zkTarget, type ZkTarget } from './session.js'
+
+const CAPABILITIES: Capabilities = {
+  // A crashed client's nodes go with its session: no phantom slot can outlive it.
+  fair: true, rwlock: true, semaphore: true, lockDelay: false, handoff: true, durableTokens: true,
+}
+
+/** Every lock's parent node lives under this node (below the URL's chroot). */
+const ROOT = '/baton'
+/** An empty parent is removed this long after this client's last entry under it left. */
+const PARENT_LINGER_MS = 10_000
+/** The session behind admin calls (inspect, list, forceRelease). */
+const ADMIN_SESSION_MS = 10_000
+/** ZooKeeper's sequence suffix: 10 digits. */
+const SEQUENCE = /-(\d{10})$/
+const NODE_DELETED = 2
+const NODE_DATA_CHANGED = 3
+
+interface ZkSlot extends Slot {
+  readonly session: ZkSession
+}
+
+/**
+ * ZooKeeper. Every hold or waiter is one EPHEMERAL_SEQUENTIAL node
+ * `/baton/<name, escaped>/<spec>|<owner>-<sequence>` of one of this client's
+ * sessions; the line is ordered by the sequence suffix and each waiter sets an
+ * exists-watch on the nodes it waits for only (see sequenced/line.ts), so a
+ * release wakes one client, whatever the length of the line. The node's
+ * creation zxid is the fencing token (sequence numbers restart when the parent
+ * is removed; zxids never go back).
+ */
+export class ZkDriver implements Driver, SlotStore<ZkSlot> {
+  readonly store = 'zookeeper'
+  readonly capabilities = CAPABILITIES
+  private readonly sessions = new Map<number, Promise<ZkSession>>()
+  private readonly slots = new Slots<ZkSlot>(this)
+  /** Entries of this client per name, for removing parents that fall empty. */
+  private readonly parents = new Map<string, { count: number; linger?: NodeJS.Timeout }>()
+  /** Write nodes seen downgraded (their data says "read"): they block writers only. */
+  private readonly downgraded = new Set<string>()
+  private closed = false
+
+  constructor(private readonly target: ZkTarget, private readonly clientId: string) {}
+
+  async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    const known = this.slots.get(request.owner)
+    if (known?.held) return this.slots.granted(known)
+    if (known) {
+      // Watches are delivered reliably (re-set by the library after a reconnect): no need to read again.
+      this.slots.keepWaiting(known, request.queueTtlMs)
+      return { status: 'busy', retryAfterMs: Math.max(1, request.queueTtlMs) }
+    }
+    const noDelay = noLockDelay('ZooKeeper', request)
+    if (noDelay) return { status: 'conflict', detail: noDelay }
+    const session = await this.sessionFor(request.ttlMs)
+    if (session.timeoutMs < request.ttlMs) {
+      return {
+        status: 'conflict',
+        detail: `a ttl of ${request.ttlMs} ms is longer than the longest session the ZooKeeper ensemble grants ` +
+          `(${session.timeoutMs} ms, its maxSessionTimeout, 20 × tickTime by default); use a shorter ttl with autoExtend, or raise maxSessionTimeout`,
+      }
+    }
+    const parent = parentOf(request.name)
+    const path = (request.retry ? await this.findOwn(session, parent, request.owner) : undefined) ??
+      await this.createEntry(session, parent, `${encodeEntry(request)}-`)
+    const [children, stat] = await this.guard(Promise.all([session.children(parent), session.exists(path, this.ownWatch(request.owner, path))]))
+    if (!stat) return { status: 'busy', retryAfterMs: 1 } // removed at once (forced): try again
+    const line = this.parseLine(parent, children)
+    const conflict = conflictIn(line, request)
+    if (conflict) {
+      await this.removeNode(session, path)
+      return { status: 'conflict', detail: conflict }
+    }
+    const slot = newSlot<ZkSlot>({
+      owner: request.owner, name: request.name, id: path, kind: request.kind, mode: request.mode,
+      permits: request.permits, token: zxidOf(stat), ttlMs: request.ttlMs, session,
+    })
+    this.adopt(slot)
+    const placed = this.slots.place(slot, line, undefined)
+    if (placed === 'granted') return this.slots.granted(slot)
+    if (!request.enqueue || placed === undefined) {
+      this.slots.forget(slot)
+      await this.removeNode(session, path)
+    } else {
+      this.slots.keepWaiting(slot, request.queueTtlMs)
+    }
+    return busyIn(line, request.queueTtlMs)
+  }
+
+  async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
+    return Promise.all(holds.map(async (hold): Promise<ExtendResult> => {
+      const slot = this.slots.get(hold.owner)
+      if (!slot || !slot.held || slot.name !== hold.name || slot.token !== hold.token) return { status: 'lost' }
+      // The node is ephemeral: it lives while its session does; this read proves both.
+      const stat = await this.guard(slot.session.exists(slot.id))
+      if (!stat || this.slots.get(hold.owner) !== slot) {
+        this.slots.forget(slot)
+        return { status: 'lost' }
+      }
+      slot.ttlMs = ttlMs
+      this.slots.hold(slot)
+      return { status: 'extended', ttlMs: this.ttlLeft(slot) }
+    }))
+  }
+
+  async release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
+    const slot = this.slots.get(hold.owner)
+    if (!slot || slot.name !== hold.name) {
+      // An attempt whose reply was lost may still have made a node: find it by its owner.
+      if (!('token' in hold) && hold.owner.startsWith(`${this.clientId}.`)) {
+        for (const pending of this.sessions.values()) {
+          const session = await pending.catch(() => undefined)
+          const path = session && await this.findOwn(session, parentOf(hold.name), hold.owner)
+          if (session && path) await this.removeNode(session, path)
+        }
+      }
+      return false
+    }
+    this.slots.forget(slot)
+    await this.removeNode(slot.session, slot.id)
+    return slot.held
+  }
+
+  async downgrade(hold: HoldRef): Promise<boolean> {
+    const slot = this.slots.get(hold.owner)
+    if (!slot || !slot.held || slot.mode !== 'write' || slot.token !== hold.token) return false
+    // The mode is in the node's name, which can not change: the data says "now a reader",
+    // and readers watching this node are woken by the data change.
+    try {
+      await slot.session.setData(slot.id, Buffer.from('read'))
+    } catch (error) {
+      if (errorCode(error) === Exception.NO_NODE) {
+        this.slots.forget(slot)
+        return false
+      }
+      throw zkFailure(this.target.display, error)
+    }
+    this.downgraded.add(slot.id)
+    slot.mode = 'read'
+    return true
+  }
+
+  watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
+    return this.slots.watch(owner, onWake)
+  }
+
+  async inspect(name: string): Promise<LockInfo | null> {
+    const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+    const parent = parentOf(name)
+    const children = await this.guard(session.children(parent).catch((e: unknown) => (errorCode(e) === Exception.NO_NODE ? [] : Promise.reject(e))))
+    const stats = new Map<string, Stat>()
+    await this.guard(Promise.all(children.map(async (child) => {
+      const stat = await session.exists(`${parent}/${child}`)
+      if (stat) stats.set(`${parent}/${child}`, stat)
+    })))
+    for (const [path, stat] of stats) if (stat.dataLength > 0) this.downgraded.add(path)
+    const line = this.parseLine(parent, children.filter((c) => stats.has(`${parent}/${c}`)))
+      .map((e) => ({ ...e, token: zxidOf(stats.get(e.id)!) }))
+    if (line.length === 0) return null
+    const holders = holdersIn(line)
+    const wall = Date.now()
+    const summaries: HolderSummary[] = holders.map((entry) => {
+      const mine = this.slots.get(entry.owner)
+      // Another client's hold ends at its ttl, or at the latest one session timeout after that client went silent.
+      return summaryOf(entry, wall + (mine?.held ? this.ttlLeft(mine) : session.timeoutMs))
+    })
+    const first = line[0]!
+    return {
+      name, kind: first.kind, fair: true, permits: first.permits, holders: summaries,
+      waiters: waitersIn(line).map((e) => ({ owner: e.owner, mode: e.mode })),
+      lastToken: holders.reduce((max, h) => (h.token > max ? h.token : max), 0n),
+      note: `ZooKeeper sessions of this client (asked → granted): ${await this.sessionNote()}; ` +
+        'the ensemble clamps sessions to 2-20 × tickTime. A live client ends each hold at its ttl; ' +
+        'a crashed or cut-off client\'s holds end when its session expires',
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<LockInfo> {
+    const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+    const parents = await this.guard(session.children(ROOT))
+    const names = parents.map(nameOf).filter((n): n is string => n !== undefined && n.startsWith(prefix)).sort()
+    for (const name of names) {
+      const info = await this.inspect(name)
+      if (info) yield info
+    }
+  }
+
+  async forceRelease(name: string): Promise<boolean> {
+    const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+    const parent = parentOf(name)
+    const children = await this.guard(session.children(parent).catch((e: unknown) => (errorCode(e) === Exception.NO_NODE ? [] : Promise.reject(e))))
+    const line = this.parseLine(parent, children)
+    // Holders' clients see their node deleted (`lost`), waiters' clients theirs (`retry`).
+    await Promise.all(line.map((e) => this.removeNode(session, e.id)))
+    return line.length > 0
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    const waiting = this.slots.clear()
+    await Promise.all(waiting.map((s) => this.removeNode(s.session, s.id).catch(() => {})))
+    for (const entry of this.parents.values()) clearTimeout(entry.linger)
+    // Holds stay until their session times out, like any client that goes away.
+    for (const pending of this.sessions.values()) void pending.then((s) => s.close(), () => {})
+    this.sessions.clear()
+  }
+
+  // ---- SlotStore ----
+
+  async drop(slot: ZkSlot): Promise<void> {
+    await this.removeNode(slot.session, slot.id)
+  }
+
+  async readLine(slot: ZkSlot): Promise<{ line: LineEntry[]; marker: unknown }> {
+    const parent = parentOf(slot.name)
+    const children = await this.guard(slot.session.children(parent))
+    return { line: this.parseLine(parent, children), marker: undefined }
+  }
+
+  /** One exists-watch per blocker; a blocker already gone (or downgraded) means read the line again now. */
+  standBehind(slot: ZkSlot, blockers: readonly LineEntry[]): void {
+    const onChange = (event: Event): void => {
+      if (event.getType() === NODE_DATA_CHANGED) this.downgraded.add(event.getPath())
+      void this.slots.recheck(slot)
+    }
+    void Promise.all(blockers.map((b) => slot.session.exists(b.id, onChange))).then(
+      (stats) => {
+        let stale = false
+        stats.forEach((stat, i) => {
+          if (!stat) stale = true
+          else if (stat.dataLength > 0 && !this.downgraded.has(blockers[i]!.id)) {
+            this.downgraded.add(blockers[i]!.id)
+            stale = true
+          }
+        })
+        if (stale) void this.slots.recheck(slot)
+      },
+      () => setTimeout(() => void this.slots.recheck(slot), 100).unref(),
+    )
+  }
+
+  /**
+   * The hold's own ttl. Its session may end sooner if this client is cut off:
+   * then the session's doubt timer (ZkSession) ends the hold first, by our clock.
+   */
+  ttlLeft(slot: ZkSlot): number {
+    return Math.max(0, Math.floor(slot.endsAt - monotonicNow()))
+  }
+
+  forgotten(slot: ZkSlot): void {
+    this.downgraded.delete(slot.id)
+    const entry = this.parents.get(slot.name)
+    if (!entry) return
+    entry.count -= 1
+    if (entry.count > 0 || this.closed) return
+    entry.linger = setTimeout(() => {
+      if (this.parents.get(slot.name) !== entry || entry.count > 0) return
+      this.parents.delete(slot.name)
+      // Fails harmlessly while other clients still have entries under it.
+      slot.session.remove(parentOf(slot.name)).catch(() => {})
+    }, PARENT_LINGER_MS)
+    entry.linger.unref()
+  }
+
+  // ---- helpers ----
+
+  private adopt(slot: ZkSlot): void {
+    this.slots.adopt(slot)
+    const entry = this.parents.get(slot.name) ?? { count: 0 }
+    clearTimeout(entry.linger)
+    entry.count += 1
+    this.parents.set(slot.name, entry)
+  }
+
+  /** Our own node's deletion (forceRelease, session end) reaches its owner; a data change (downgrade) re-arms. */
+  private ownWatch(owner: string, path: string): (event: Event) => void {
+    const onEvent = (event: Event): void => {
+      const slot = this.slots.get(owner)
+      if (!slot || slot.id !== path) return
+      if (event.getType() === NODE_DELETED) {
+        this.slots.gone(slot, 'the store dropped it (released by force, or this client\'s ZooKeeper session ended)')
+      } else {
+        slot.session.exists(path, onEvent).then((stat) => {
+          if (!stat) this.slots.gone(slot, 'the store dropped it (released by force)')
+        }, () => {})
+      }
+    }
+    return onEvent
+  }
+
+  /** Children → line in sequence order. Entries of other recipes count as exclusive holders. */
+  private parseLine(parent: string, children: readonly string[]): LineEntry[] {
+    const line: { entry: LineEntry; sequence: number }[] = []
+    for (const child of children) {
+      const sequence = SEQUENCE.exec(child)
+      if (!sequence) continue
+      const path = `${parent}/${child}`
+      const entry = decodeEntry(path, 0n, child.slice(0, -11), `zk-node:${child}`)
+      line.push({ entry: this.downgraded.has(path) && entry.mode === 'write' ? { ...entry, mode: 'read' } : entry, sequence: Number(sequence[1]) })
+    }
+    return line.sort((a, b) => a.sequence - b.sequence).map((l) => l.entry)
+  }
+
+  private async createEntry(session: ZkSession, parent: string, prefix: string): Promise<string> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await session.create(`${parent}/${prefix}`, undefined, CreateMode.EPHEMERAL_SEQUENTIAL)
+      } catch (error) {
+        if (errorCode(error) !== Exception.NO_NODE || attempt > 2) throw zkFailure(this.target.display, error)
+      }
+      await this.createParent(session, parent)
+    }
+  }
+
+  private async createParent(session: ZkSession, parent: string): Promise<void> {
+    for (const path of [ROOT, parent]) {
+      await session.create(path, undefined, CreateMode.PERSISTENT).catch((error: unknown) => {
+        if (errorCode(error) !== Exception.NODE_EXISTS) throw zkFailure(this.target.display, error)
+      })
+    }
+  }
+
+  private async findOwn(session: ZkSession, parent: string, owner: string): Promise<string | undefined> {
+    const children = await session.children(parent).catch(() => [] as string[])
+    const mine = children.find((c) => SEQUENCE.test(c) && c.slice(0, -11).endsWith(`|${owner}`))
+    return mine && `${parent}/${mine}`
+  }
+
+  private async removeNode(session: ZkSession, path: string): Promise<void> {
+    try {
+      await session.remove(path)
+    } catch (error) {
+      if (errorCode(error) !== Exception.NO_NODE) throw zkFailure(this.target.display, error)
+    }
+  }
+
+  /**
+   * The session behind holds of `ttlMs`: 1.5 × ttl, so a heartbeat every
+   * quarter of it leaves the whole ttl covered. One per distinct length; the
+   * ensemble clamps it (see inspect's note).
+   */
+  private sessionFor(ttlMs: number): Promise<ZkSession> {
+    const requested = Math.max(1000, Math.ceil((ttlMs * 1.5) / 1000) * 1000)
+    let pending = this.sessions.get(requested)
+    if (!pending) {
+      const session = new ZkSession(this.target, requested, (s) => this.sessionExpired(requested, s), (s) => this.sessionInDoubt(s))
+      pending = session.open().then(() => session)
+      this.sessions.set(requested, pending)
+      pending.catch(() => {
+        if (this.sessions.get(requested) === pending) this.sessions.delete(requested)
+      })
+    }
+    return pending
+  }
+
+  private async sessionNote(): Promise<string> {
+    const parts: string[] = []
+    for (const [requested, pending] of this.sessions) {
+      const session = await pending.catch(() => undefined)
+      if (session) parts.push(`${requested / 1000} s → ${session.timeoutMs / 1000} s`)
+    }
+    return parts.join(', ')
+  }
+
+  /** Every node of the session is gone: holders lose, waiters try again (on a new session). */
+  private sessionExpired(requested: number, session: ZkSession): void {
+    void this.sessions.get(requested)?.then((s) => {
+      if (s === session) this.sessions.delete(requested)
+    }, () => {})
+    session.close()
+    for (const slot of [...this.slots.byOwner.values()]) {
+      if (slot.session === session) this.slots.gone(slot, 'its ZooKeeper session expired')
+    }
+  }
+
+  /**
+   * Nothing heard for a whole session timeout: the ensemble may have expired
+   * the session and granted our places to others. Holders lose now, waiters
+   * try again; our nodes are removed if the session turns out to live on.
+   */
+  private sessionInDoubt(session: ZkSession): void {
+    for (const slot of [...this.slots.byOwner.values()]) {
+      if (slot.session !== session) continue
+      this.slots.gone(slot, 'no answer from ZooKeeper for a whole session timeout (the session may have expired)')
+      this.removeNode(session, slot.id).catch(() => {})
+    }
+  }
+
+  private async guard<T>(promise: Promise<T>): Promise<T> {
+    try {
+      return await promise
+    } catch (cause) {
+      throw zkFailure(this.target.display, cause)
+    }
+  }
+}
+
+/** One path segment per name: '/' and '.' escaped, so names never nest and never collide. */
+function parentOf(name: string): string {
+  return `${ROOT}/${encodeURIComponent(name).replace(/\./g, '%2E')}`
+}
+
+function nameOf(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return undefined
+  }
+}
+
+function zxidOf(stat: Stat): bigint {
+  return stat.czxid.readBigInt64BE(0)
+}
+
+export const createZkDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
+  const target = zkTarget(url, options)
+  const driver = new ZkDriver(target, options.clientId)
+  const session = await (driver as unknown as { sessionFor(ttlMs: number): Promise<ZkSession> }).sessionFor(ADMIN_SESSION_MS / 1.5)
+  // The root exists (or can be made) and the URL's identity may use it.
+  try {
+    await session.create(ROOT, undefined, CreateMode.PERSISTENT).catch(async (error: unknown) => {
+      if (errorCode(error) !== Exception.NO_NODE || target.chroot === '') throw error
+      await ensureChroot(target)
+      await session.create(ROOT, undefined, CreateMode.PERSISTENT)
+    }).catch((error: unknown) => {
+      if (errorCode(error) !== Exception.NODE_EXISTS) throw error
+    })
+  } catch (error) {
+    await driver.close()
+    throw zkFailure(target.display, error)
+  }
+  return driver
+}

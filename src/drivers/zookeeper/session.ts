@@ -1,0 +1,225 @@
+import zookeeper, { type Client, type Event, type Stat } from 'node-zookeeper-client'
+import type { DriverOptions } from '../../core/driver.js'
+import { monotonicNow } from '../../core/clock.js'
+import { safetyMarginMs } from '../../core/margin.js'
+import { BatonError, backendUnavailable, invalidArgument } from '../../core/errors.js'
+import type { StoreUrl } from '../../core/url.js'
+
+const DEFAULT_PORT = 2181
+export const { Exception, CreateMode, ACL } = zookeeper
+
+export interface ZkTarget {
+  /** `h1:p,h2:p[/chroot]` for the client library. */
+  readonly connectionString: string
+  /** '' or '/app/locks': made at connect when missing, as Curator's namespace is. */
+  readonly chroot: string
+  readonly username?: string
+  readonly password?: string
+  readonly display: string
+  readonly connectTimeoutMs: number
+  readonly commandTimeoutMs: number
+}
+
+/** `zk://[user:pass@]h1:p,h2:p[/chroot]`; user:pass is sent as a `digest` identity. */
+export function zkTarget(url: StoreUrl, options: DriverOptions): ZkTarget {
+  if (url.scheme !== 'zk') throw invalidArgument(`the ZooKeeper driver does not handle ${url.scheme}://`)
+  if (url.hosts.length === 0) throw invalidArgument(`${url.display} must name at least one ZooKeeper server, e.g. zk://127.0.0.1:2181`)
+  const chroot = url.path === '' ? '' : `/${url.path.replace(/\/+$/, '')}`
+  if (chroot !== '' && !/^(\/[^/\u0000-\u001f\u007f]+)+$/.test(chroot)) {
+    throw invalidArgument(`the chroot "${url.path}" in ${url.display} must be a ZooKeeper path like /app/locks`)
+  }
+  for (const key of url.params.keys()) {
+    if (key !== 'fenceTtl') throw invalidArgument(`${url.display} has an unknown setting "${key}"; ZooKeeper URLs take only ?fenceTtl=`)
+  }
+  return {
+    chroot,
+    connectionString: url.hosts.map((h) => `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port ?? DEFAULT_PORT}`).join(',') + chroot,
+    ...(url.username !== undefined ? { username: url.username, password: url.password ?? '' } : {}),
+    display: url.display,
+    connectTimeoutMs: options.connectTimeoutMs,
+    commandTimeoutMs: options.commandTimeoutMs,
+  }
+}
+
+export function zkFailure(display: string, cause: unknown): BatonError {
+  if (cause instanceof BatonError) return cause
+  const code = errorCode(cause)
+  if (code === Exception.NO_AUTH || code === Exception.AUTH_FAILED) {
+    return new BatonError('UNAUTHORIZED', `the ZooKeeper ensemble at ${display} refused access with the identity in the URL (${String(cause)})`, { cause })
+  }
+  return backendUnavailable(`ZooKeeper ensemble at ${display}`, cause)
+}
+
+export function errorCode(error: unknown): number | undefined {
+  return error instanceof Exception ? error.getCode() : undefined
+}
+
+/**
+ * One ZooKeeper session of this client. Its entries (ephemeral nodes) live as
+ * long as the session. `confirmedAt` is when the last answered request was
+ * sent: the ensemble keeps the session at least until confirmedAt + timeout.
+ * The client library has no read timeout (a frozen server looks connected),
+ * so every request here has its own deadline, a heartbeat keeps
+ * `confirmedAt` fresh, and a heartbeat left unanswered drops the socket so
+ * the library moves to another server within the session, as ZooKeeper's own
+ * Java client does.
+ */
+export class ZkSession {
+  readonly client: Client
+  confirmedAt = 0
+  timeoutMs = 0
+  expired = false
+  private heartbeat: NodeJS.Timeout | undefined
+  private doubtTimer: NodeJS.Timeout | undefined
+  private beating = false
+
+  constructor(
+    private readonly target: ZkTarget,
+    readonly requestedMs: number,
+    onExpired: (session: ZkSession) => void,
+    /**
+     * Called when the ensemble may have expired the session by now (no answer
+     * for a whole session timeout, less a safety margin), whether or not the
+     * library noticed: Curator's "suspended, then lost", by our own clock.
+     */
+    private readonly onDoubt: (session: ZkSession) => void = () => {},
+  ) {
+    this.client = zookeeper.createClient(target.connectionString, { sessionTimeout: requestedMs, spinDelay: 100, retries: 0 })
+    if (target.username !== undefined) this.client.addAuthInfo('digest', Buffer.from(`${target.username}:${target.password}`))
+    this.client.on('expired', () => {
+      this.expired = true
+      this.stop()
+      onExpired(this)
+    })
+  }
+
+  /** Connects within the connect timeout; the ensemble picks the session timeout (2-20 × tickTime). */
+  async open(): Promise<void> {
+    const startedAt = monotonicNow()
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.client.close()
+        reject(backendUnavailable(`ZooKeeper ensemble at ${this.target.display}`, new Error(`no session within ${this.target.connectTimeoutMs} ms`)))
+      }, this.target.connectTimeoutMs)
+      this.client.once('connected', () => {
+        clearTimeout(timer)
+        resolve()
+      })
+      this.client.once('authenticationFailed', () => {
+        clearTimeout(timer)
+        this.client.close()
+        reject(new BatonError('UNAUTHORIZED', `the ZooKeeper ensemble at ${this.target.display} refused the identity in the URL`))
+      })
+      this.client.connect()
+    })
+    this.confirmedAt = startedAt
+    this.timeoutMs = this.client.getSessionTimeout()
+    this.heartbeat = setInterval(() => void this.beat(), Math.max(50, this.timeoutMs / 4))
+    this.heartbeat.unref()
+    this.armDoubt()
+  }
+
+  /** Fires onDoubt once the session can have ended without us hearing of it. */
+  private armDoubt(): void {
+    clearTimeout(this.doubtTimer)
+    if (this.expired) return
+    const at = this.confirmedAt + this.timeoutMs - safetyMarginMs(this.timeoutMs)
+    this.doubtTimer = setTimeout(() => {
+      if (this.confirmedAt + this.timeoutMs - safetyMarginMs(this.timeoutMs) > monotonicNow()) return this.armDoubt()
+      this.onDoubt(this)
+    }, Math.max(0, at - monotonicNow()))
+    this.doubtTimer.unref()
+  }
+
+  /** How long the ensemble surely keeps this session, by our monotonic clock. */
+  remainingMs(): number {
+    return this.expired ? 0 : this.confirmedAt + this.timeoutMs - monotonicNow()
+  }
+
+  /** One request with our own deadline; an answer (even an error answer) confirms the session. */
+  call<T>(send: (done: (error: unknown, value?: T) => void) => void, timeoutMs = this.target.commandTimeoutMs): Promise<T> {
+    const sentAt = monotonicNow()
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+      send((error, value) => {
+        clearTimeout(timer)
+        if (error === null || error === undefined || errorCode(error) !== undefined) {
+          const code = errorCode(error)
+          if (code !== Exception.CONNECTION_LOSS && code !== Exception.SESSION_EXPIRED && code !== Exception.OPERATION_TIMEOUT) {
+            const doubted = this.confirmedAt + this.timeoutMs - safetyMarginMs(this.timeoutMs) <= monotonicNow()
+            this.confirmedAt = Math.max(this.confirmedAt, sentAt)
+            if (doubted && this.timeoutMs > 0) this.armDoubt()
+          }
+        }
+        if (error) reject(error)
+        else resolve(value as T)
+      })
+    })
+  }
+
+  exists(path: string, watcher?: (event: Event) => void): Promise<Stat | null> {
+    return this.call<Stat | null>((done) => {
+      if (watcher) this.client.exists(path, watcher, (e, stat) => done(e, stat ?? null))
+      else this.client.exists(path, (e, stat) => done(e, stat ?? null))
+    })
+  }
+
+  children(path: string): Promise<string[]> {
+    return this.call<string[]>((done) => this.client.getChildren(path, (e, children) => done(e, children)))
+  }
+
+  create(path: string, data: Buffer | undefined, mode: number): Promise<string> {
+    return this.call<string>((done) => this.client.create(path, data ?? Buffer.alloc(0), (ACL as unknown as { OPEN_ACL_UNSAFE: zookeeper.ACL[] }).OPEN_ACL_UNSAFE, mode, (e, p) => done(e, p)))
+  }
+
+  remove(path: string): Promise<void> {
+    return this.call<void>((done) => this.client.remove(path, -1, (e) => done(e)))
+  }
+
+  mkdirp(path: string): Promise<string> {
+    return this.call<string>((done) => this.client.mkdirp(path, (e, p) => done(e, p)))
+  }
+
+  setData(path: string, data: Buffer): Promise<Stat> {
+    return this.call<Stat>((done) => this.client.setData(path, data, -1, (e, stat) => done(e, stat)))
+  }
+
+  close(): void {
+    this.stop()
+    this.client.close()
+  }
+
+  private stop(): void {
+    clearInterval(this.heartbeat)
+    clearTimeout(this.doubtTimer)
+  }
+
+  private async beat(): Promise<void> {
+    if (this.beating || this.expired) return
+    if (monotonicNow() - this.confirmedAt < this.timeoutMs / 4) return
+    this.beating = true
+    try {
+      await this.exists('/', undefined).catch(async () => {
+        // No answer in time: leave this server; the library reconnects the session elsewhere.
+        const manager = (this.client as unknown as { connectionManager?: { socket?: { destroy(): void } } }).connectionManager
+        manager?.socket?.destroy()
+      })
+    } finally {
+      this.beating = false
+    }
+  }
+}
+
+/** Makes the URL's chroot when it is missing (a chrooted client can not). */
+export async function ensureChroot(target: ZkTarget): Promise<void> {
+  if (target.chroot === '') return
+  const plain = new ZkSession({ ...target, chroot: '', connectionString: target.connectionString.slice(0, -target.chroot.length) }, 10_000, () => {})
+  try {
+    await plain.open()
+    await plain.mkdirp(target.chroot)
+  } catch (cause) {
+    throw zkFailure(target.display, cause)
+  } finally {
+    plain.close()
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Real ZooKeeper servers for tests: one server, or a 3-server ensemble, on
+ * free loopback ports. Debian's jar is run directly (QuorumPeerMain), with the
+ * admin server off and the client port bound to loopback only. tickTime is
+ * 250 ms, so sessions may be 0.5-5 s (2-20 × tickTime).
+ */
+import { writeFileSync, mkdirSync } from 'node:fs'
+import { connect } from 'node:net'
+import { join } from 'node:path'
+import { ensureCommand, ensureFile } from './install.js'
+import { freePort } from './ports.js'
+import { ManagedServer, makeTempDir, type ServerProcess } from './servers.js'
+import { ms } from './timing.js'
+
+export const ZK_TICK_MS = 250
+
+export interface ZkServer extends ServerProcess {
+  readonly id: number
+}
+
+export interface ZkEnsemble {
+  /** 'zk://127.0.0.1:P1[,…]' (no chroot, no session timeout) */
+  readonly hosts: string
+  readonly servers: ZkServer[]
+  /** The server in the given mode now ('leader', 'follower', 'standalone'). */
+  mode(server: ZkServer): Promise<string | undefined>
+  stop(): Promise<void>
+}
+
+/** Sends a four-letter word; resolves with the whole answer. */
+export function fourLetter(port: number, word: string, timeoutMs = ms(1000)): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port })
+    let text = ''
+    const timer = setTimeout(() => socket.destroy(new Error(`${word} timed out`)), timeoutMs)
+    socket.on('connect', () => socket.write(word))
+    socket.on('data', (chunk) => (text += chunk.toString()))
+    socket.on('end', () => {
+      clearTimeout(timer)
+      resolve(text)
+    })
+    socket.on('error', (error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+  })
+}
+
+const serving = async (port: number): Promise<boolean> => /Mode: (standalone|leader|follower)/.test(await fourLetter(port, 'srvr'))
+
+export async function startZookeeperEnsemble(size = 3): Promise<ZkEnsemble> {
+  await ensureCommand('java', 'default-jre-headless')
+  const jar = await ensureFile(['/usr/share/java/zookeeper.jar', '/usr/share/zookeeper/zookeeper.jar'], 'zookeeper')
+  const dir = makeTempDir('zookeeper')
+  const ids = Array.from({ length: size }, (_, i) => i + 1)
+  const quorum = size > 1 ? await Promise.all(ids.map(async () => [await freePort(), await freePort()] as const)) : []
+  // Every line "key=value" with nothing after the value: ZooKeeper reads a trailing comment as part of it.
+  const servers = await Promise.all(ids.map((id) => ManagedServer.launch({
+    label: `zookeeper ${id}`,
+    command: 'java',
+    cwd: dir,
+    args: (port) => {
+      const data = join(dir, `s${id}`)
+      mkdirSync(data, { recursive: true })
+      if (size > 1) writeFileSync(join(data, 'myid'), `${id}\n`)
+      const config = join(dir, `s${id}.cfg`)
+      writeFileSync(config, [
+        `tickTime=${ZK_TICK_MS}`, 'initLimit=20', 'syncLimit=8', `dataDir=${data}`,
+        `clientPort=${port}`, 'clientPortAddress=127.0.0.1', 'admin.enableServer=false',
+        '4lw.commands.whitelist=srvr,ruok,mntr', 'maxClientCnxns=0', 'maxSessionTimeout=60000',
+        // No fsync per write: tests and benchmarks measure the protocol, not this machine's disk.
+        'forceSync=no',
+        ...quorum.map(([peer, election], i) => `server.${i + 1}=127.0.0.1:${peer}:${election}`),
+        '',
+      ].join('\n'))
+      return ['-Xmx256m', '-Dzookeeper.jmx.log4j.disable=true', '-cp', jar, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', config]
+    },
+    probe: serving,
+  })))
+  const members: ZkServer[] = servers.map((server, i) => Object.assign(server, { id: ids[i]! }))
+  return {
+    hosts: members.map((m) => `127.0.0.1:${m.port}`).join(','),
+    servers: members,
+    async mode(server) {
+      try {
+        return /Mode: (\w+)/.exec(await fourLetter(server.port, 'srvr'))?.[1]
+      } catch {
+        return undefined
+      }
+    },
+    async stop() {
+      await Promise.allSettled(members.map((m) => m.stop()))
+    },
+  }
+}
+
+export async function startZookeeper(): Promise<ZkEnsemble> {
+  return startZookeeperEnsemble(1)
+}

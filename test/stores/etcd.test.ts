@@ -1,0 +1,15 @@
+/** The conformance suite on a single etcd member started for this file. */
+import { runConformance } from '../conformance/index.js'
+import { startEtcd } from '../harness/etcd.js'
+
+runConformance('etcd://', async () => {
+  const etcd = await startEtcd()
+  const member = etcd.members[0]!
+  return {
+    url: etcd.url,
+    crossProcess: true,
+    pause: () => member.pause(),
+    resume: () => member.resume(),
+    close: () => etcd.stop(),
+  }
+})

@@ -1,0 +1,270 @@
+/**
+ * Redis-specific regressions of the hardening issue: replies lost in flight,
+ * late wake-ups, downgrades crossing releases and renewals, forced releases,
+ * herds after a holder dies, values baton did not write, bounded state.
+ * Real redis-server processes; faults through the harness's TCP proxy.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { Redis } from 'ioredis'
+import { connect, isBatonError, type Baton } from '../../src/index.js'
+import type { HoldRef } from '../../src/core/driver.js'
+import { sleep, withTimeout } from '../conformance/context.js'
+import { dropOnce, isPush, startProxy, type Proxy } from '../harness/proxy.js'
+import { redisCommand, startRedis, stopAll, type RedisServer } from '../harness/servers.js'
+import { ms } from '../harness/timing.js'
+
+let server: RedisServer
+let proxy: Proxy
+let raw: Redis
+const clients: Baton[] = []
+let counter = 0
+
+before(async () => {
+  server = await startRedis()
+  proxy = await startProxy(server.port)
+  raw = new Redis(server.port, '127.0.0.1')
+})
+after(async () => {
+  await Promise.all(clients.map((c) => c.close().catch(() => {})))
+  raw.disconnect()
+  await stopAll()
+})
+
+async function client(options: { proxied?: boolean; query?: string } = {}): Promise<Baton> {
+  const port = options.proxied ? proxy.port : server.port
+  const baton = await connect(`redis://127.0.0.1:${port}${options.query ?? ''}`)
+  clients.push(baton)
+  return baton
+}
+
+const fresh = (label: string): string => `hardening/${label}/${++counter}`
+
+/** Calls of one command counted by the server (scripts' inner calls included). */
+async function calls(command: string): Promise<number> {
+  const stats = await redisCommand(server.port, ['INFO', 'commandstats'])
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(String(stats))?.[1] ?? 0)
+}
+
+describe('redis: a reply lost in flight', () => {
+  it('tryAcquire gets the hold its re-sent script finds, and leaves nothing behind', async () => {
+    const baton = await client({ proxied: true })
+    const name = fresh('lost-reply-try')
+    const rule = dropOnce((chunk) => !isPush(chunk))
+    proxy.onReply(rule)
+    let lease
+    try {
+      lease = await baton.mutex(name).tryAcquire()
+    } finally {
+      proxy.onReply(undefined)
+    }
+    assert.ok(rule.dropped, 'the proxy dropped the reply')
+    assert.ok(lease, 'the owner gets the hold its first run made, not a "busy" behind itself')
+    const info = await baton.inspect(name)
+    assert.equal(info?.holders.length, 1)
+    assert.equal(info?.holders[0]?.owner, lease.owner)
+    assert.equal(info?.waiters.length, 0)
+    await lease.release()
+    assert.equal(await baton.inspect(name), null, 'nothing is left once released')
+  })
+
+  it('acquire on a free lock resolves at once, not in line behind itself', async () => {
+    const [a, b] = [await client({ proxied: true }), await client()]
+    const name = fresh('lost-reply-wait')
+    const rule = dropOnce((chunk) => !isPush(chunk))
+    proxy.onReply(rule)
+    let lease
+    try {
+      lease = await a.mutex(name).acquire({ wait: ms(20_000) })
+    } finally {
+      proxy.onReply(undefined)
+    }
+    assert.ok(rule.dropped)
+    const info = await a.inspect(name)
+    assert.deepEqual(info?.holders.map((h) => h.token), [lease.token])
+    assert.equal(info?.waiters.length, 0, 'the owner is not in line behind its own hold')
+    await lease.release()
+    // Another client gets the released lock at once: no stale entry of `a` is served first.
+    const next = await b.mutex(name).tryAcquire()
+    assert.ok(next, 'free after the release')
+    await next.release()
+  })
+
+  it('a read hold handed over with its wake-up delayed past the retry is one hold, not two', async () => {
+    const [writerClient, readerClient] = [await client(), await client({ proxied: true })]
+    const name = fresh('late-wake-read')
+    const writer = await writerClient.rwlock(name).write().acquire()
+    // The reader's line entry needs refreshing every ttl/3: that retry runs
+    // while the hand-over's wake-up is still held back by the proxy.
+    const reading = readerClient.rwlock(name, { ttl: ms(900) }).read().acquire({ wait: ms(20_000) })
+    await waitUntil(async () => (await writerClient.inspect(name))?.waiters.length === 1)
+    proxy.onReply((chunk) => (isPush(chunk) ? { delayMs: ms(2000) } : 'pass'))
+    try {
+      await writer.release()
+      const reader = await reading
+      const info = await writerClient.inspect(name)
+      assert.deepEqual(info?.holders.map((h) => [h.owner, h.token]), [[reader.owner, reader.token]], 'one read hold')
+      await reader.release()
+      assert.equal(await writerClient.inspect(name), null, 'no ghost read hold blocks writers')
+    } finally {
+      proxy.onReply(undefined)
+    }
+  })
+
+  it('every script is idempotent: the same attempt, release and downgrade run twice', async () => {
+    const baton = await client()
+    const driver = baton.driver
+    const name = fresh('twice')
+    const spec = { name, kind: 'rwlock', mode: 'write', fair: false, permits: 1, lockDelayMs: 0 } as const
+    const attempt = { ...spec, owner: `${'x'.repeat(8)}.twice1`, ttlMs: ms(10_000), enqueue: true, queueTtlMs: ms(10_000), retry: false }
+    const first = await driver.acquire(attempt)
+    const second = await driver.acquire(attempt)
+    assert.equal(first.status, 'granted')
+    assert.deepEqual(second, first, 'the second run answers as the first')
+    const reader = { ...attempt, mode: 'read' as const, owner: `${'x'.repeat(8)}.twice2` }
+    assert.equal((await driver.acquire(reader)).status, 'busy')
+    assert.equal((await driver.acquire(reader)).status, 'busy')
+    assert.equal((await baton.inspect(name))?.waiters.length, 1, 'in line once')
+    const hold: HoldRef = { ...spec, owner: attempt.owner, token: (first as { token: bigint }).token }
+    assert.equal(await driver.downgrade!(hold), true)
+    assert.equal(await driver.downgrade!(hold), true, 'a re-run downgrade finds the read hold')
+    const info = await baton.inspect(name)
+    assert.equal(info?.holders.length, 2, 'the downgraded holder and the admitted reader')
+    const readerHold = info!.holders.find((h) => h.owner === reader.owner)!
+    assert.equal((await driver.acquire(reader)).status, 'granted', 'the admitted reader asking again gets its hold')
+    assert.equal((await baton.inspect(name))?.holders.length, 2, 'not a third hold')
+    await driver.release({ ...reader, token: readerHold.token })
+    assert.equal(await driver.release({ ...reader, token: readerHold.token }), false)
+    await driver.release(hold)
+    assert.equal(await baton.inspect(name), null)
+  })
+})
+
+describe('redis: downgrade races', () => {
+  it('releasing the read handle while the downgrade is in flight leaves no read hold', async () => {
+    const baton = await client()
+    const name = fresh('downgrade-release')
+    const lock = baton.rwlock(name)
+    const write = await lock.write().acquire()
+    const read = await write.run(() => lock.read().acquire())
+    await Promise.all([write.release(), read.release()])
+    assert.equal(await baton.inspect(name), null)
+    const other = await (await client()).rwlock(name).write().tryAcquire()
+    assert.ok(other, 'a writer gets the name at once')
+    await other.release()
+  })
+
+  it('a renewal sent with the write member during a downgrade renews the read hold', async () => {
+    const baton = await client()
+    const name = fresh('downgrade-extend')
+    const write = await baton.rwlock(name, { ttl: ms(5000) }).write().acquire()
+    const ref: HoldRef = { name, kind: 'rwlock', mode: 'write', fair: false, permits: 1, lockDelayMs: 0, owner: write.owner, token: write.token }
+    const [downgraded, [renewed]] = await Promise.all([baton.driver.downgrade!(ref), baton.driver.extend([ref], ms(5000))])
+    assert.equal(downgraded, true)
+    assert.equal(renewed?.status, 'extended', 'the live hold is not reported lost')
+    await baton.driver.release(ref)
+    assert.equal(await baton.inspect(name), null)
+  })
+})
+
+describe('redis: dead holders', () => {
+  it('after a holder dies, only the head of the line hits Redis at its lease end', async () => {
+    const holderClient = await client()
+    const waiterClient = await client()
+    const name = fresh('herd')
+    const waiters = 20
+    await holderClient.mutex(name, { ttl: ms(800) }).acquire() // never released nor renewed: a dead holder
+    const before = await calls('evalsha')
+    // Waiters refresh their line entry every ttl/3 = 2 s, well after the holder's end.
+    const waiting = Array.from({ length: waiters }, () => waiterClient.mutex(name, { ttl: ms(6000) }).acquire({ wait: ms(6000) }))
+    const first = await Promise.race(waiting)
+    const spent = (await calls('evalsha')) - before
+    // One attempt each to join, then one for the head at the lease end (and
+    // the INFO calls of this test): not one per waiter.
+    assert.ok(spent <= waiters + 4, `${spent} scripts for ${waiters} waiters`)
+    await Promise.all(waiting.map(async (p) => (await p).release()))
+    void first
+  })
+})
+
+describe('redis: a dropped subscriber', () => {
+  it('after CLIENT KILL TYPE pubsub, a waiter whose hand-over was missed gets it at once, with its full ttl', async () => {
+    const [holderClient, waiterClient] = [await client(), await client()]
+    const name = fresh('pubsub-kill')
+    const ttl = ms(60_000)
+    const holder = await holderClient.mutex(name).acquire()
+    // Without a wake-up this waiter would look again only when its line entry needs refreshing (ttl/3 = 20 s).
+    const waiting = waiterClient.mutex(name, { ttl }).acquire({ wait: ttl })
+    await waitUntil(async () => (await holderClient.inspect(name))?.waiters.length === 1)
+    await raw.client('KILL', 'TYPE', 'pubsub')
+    await holder.release() // its hand-over wake-up goes to nobody
+    const lease = await withTimeout(waiting, ms(10_000), 'the waiter to be nudged after resubscribing')
+    assert.ok(lease.remainingMs() > ttl / 2, `${lease.remainingMs()} ms left of ${ttl}`)
+    await lease.release()
+  })
+})
+
+describe('redis: values baton did not write', () => {
+  it('inspect, list and acquire report a BatonError; forceRelease clears them', async () => {
+    const baton = await client()
+    for (const [suffix, write] of [
+      ['x', (key: string) => raw.set(key, 'hello')],
+      ['h', (key: string) => raw.set(key, 'not a zset')],
+      ['t', (key: string) => raw.lpush(key, 'nope')],
+      ['q', (key: string) => raw.hset(key, 'a', 'b')],
+    ] as const) {
+      const name = fresh(`foreign-${suffix}`)
+      await write(`baton:{${name}}:${suffix}`)
+      const seen = await baton.inspect(name).catch((e: unknown) => e)
+      assert.ok(isBatonError(seen, 'INVALID_ARGUMENT'), `inspect with a foreign :${suffix}: ${String(seen)}`)
+      assert.match(seen.message, /did not write/)
+      // list() finds names by their hold and line keys; a lone counter lists nothing.
+      const listed = await baton.list({ prefix: name }).catch((e: unknown) => e)
+      if (suffix === 't') assert.deepEqual(listed, [])
+      else assert.ok(isBatonError(listed, 'INVALID_ARGUMENT'), `list with a foreign :${suffix}: ${String(listed)}`)
+      const taken = await baton.mutex(name).acquire({ wait: ms(200) }).catch((e: unknown) => e)
+      assert.ok(isBatonError(taken, 'INVALID_ARGUMENT'), `acquire with a foreign :${suffix}: ${String(taken)}`)
+      assert.equal(await baton.forceRelease(name), true)
+      assert.equal(await baton.inspect(name), null)
+      const lease = await baton.mutex(name).acquire()
+      await lease.release()
+    }
+  })
+})
+
+describe('redis: bounded state', () => {
+  it('?fenceTtl: names acquired and released leave no keys after the window, and tokens keep increasing', async () => {
+    const baton = await client({ query: '?fenceTtl=1s&prefix=fence' })
+    const names = Array.from({ length: 10_000 }, (_, i) => `idle/${i}`)
+    let last = 0n
+    for (let i = 0; i < names.length; i += 250) {
+      await Promise.all(names.slice(i, i + 250).map(async (name) => {
+        const lease = await baton.mutex(name).acquire()
+        if (name === 'idle/0') last = lease.token
+        await lease.release()
+      }))
+    }
+    assert.ok(await countKeys('fence:*') > 0)
+    await waitUntil(async () => (await countKeys('fence:*')) === 0, ms(15_000))
+    const again = await baton.mutex('idle/0').acquire()
+    assert.ok(again.token > last, `${again.token} must exceed ${last}`)
+    await again.release()
+  })
+})
+
+async function countKeys(pattern: string): Promise<number> {
+  let cursor = '0'
+  let count = 0
+  do {
+    const [next, keys] = await raw.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+    cursor = next
+    count += keys.length
+  } while (cursor !== '0')
+  return count
+}
+
+async function waitUntil(check: () => Promise<boolean>, timeoutMs = ms(10_000)): Promise<void> {
+  await withTimeout((async () => {
+    while (!(await check())) await sleep(20)
+  })(), timeoutMs, 'a condition')
+}
