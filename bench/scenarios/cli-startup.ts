@@ -16,7 +16,10 @@ import { fmtMs, fmtRatio, median, table } from '../report.js'
 import type { BenchContext, Scenario, ScenarioResult } from '../types.js'
 import { sleep } from '../util.js'
 
-const BATON_BIN = fileURLToPath(new URL('../../src/cli/bin.js', import.meta.url))
+/** The bin the package ships: the bundle of scripts/bundle-cli.mjs. */
+const BATON_BIN = fileURLToPath(new URL('../../cli/baton.js', import.meta.url))
+/** The same command from tsc's output, module by module, for what the bundle saves. */
+const UNBUNDLED_BIN = fileURLToPath(new URL('../../src/cli/bin.js', import.meta.url))
 const TARGET_RATIO = 1.5
 
 /** Wall time of one run of `argv`, ms; rejects when it exits non-zero. */
@@ -82,6 +85,7 @@ export const cliStartup: Scenario = {
     const contenders: [label: string, argv: string[]][] = [
       ['node -e 0 (bare Node start-up)', [process.execPath, '-e', '0']],
       ['baton run name -- true (Redis)', [process.execPath, BATON_BIN, 'run', 'bench/cli-startup', '--', 'true']],
+      ['the same, unbundled (dist/src/cli/bin.js)', [process.execPath, UNBUNDLED_BIN, 'run', 'bench/cli-startup', '--', 'true']],
       ['flock file true (one machine)', ['flock', join(scratch, 'lock'), 'true']],
       ...(etcd ? [['etcdctl lock name -- true (etcd)', ['etcdctl', '--endpoints', etcd.endpoint, 'lock', 'bench/cli-startup', 'true']] as [string, string[]]] : []),
     ]

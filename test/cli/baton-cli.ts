@@ -1,13 +1,14 @@
 /**
- * Runs the real `baton` binary (dist/src/cli/bin.js) in child processes, as a
- * user's shell would, and collects its output and exit status.
+ * Runs the real `baton` binary in child processes, as a user's shell would,
+ * and collects its output and exit status. The binary is the bundled bin the
+ * package ships (dist/cli/baton.js, made by `npm run build`).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { ms } from '../harness/timing.js'
 
-export const BATON_BIN = fileURLToPath(new URL('../../src/cli/bin.js', import.meta.url))
+export const BATON_BIN = fileURLToPath(new URL('../../cli/baton.js', import.meta.url))
 
 export interface Finished {
   code: number | null
