@@ -36,6 +36,7 @@ export interface LockView {
 export class Baton {
   /** @internal */
   readonly keeper: Keeper
+  private closed: Promise<void> | undefined
 
   constructor(readonly driver: Driver, clientId: string) {
     this.keeper = new Keeper(driver, clientId)
@@ -119,7 +120,6 @@ export class Baton {
     this.closed ??= this.keeper.close().then(() => this.driver.close())
     return this.closed
   }
-  private closed: Promise<void> | undefined
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close()

@@ -37,7 +37,7 @@ export interface LockServer {
 export async function createLockServer(options: LockServerOptions): Promise<LockServer> {
   const { baton } = options
   baton.keeper.secretOwners = true
-  const hub = new EventHub(baton.keeper.clientId)
+  const hub = new EventHub(baton.keeper.clientId, (name) => baton.inspect(name))
   const limits = new WaitLimits(options.waitCaps ?? DEFAULT_WAIT_CAPS)
   const metrics = new Metrics(hub, { held: () => baton.keeper.holdCount, waiting: () => limits.waiting, store: baton.store })
   const ctx: ServerContext = {

@@ -6,7 +6,7 @@
  * never touched. Stopped and killed by pid; removed at exit.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -23,6 +23,8 @@ export interface PostgresOptions {
   readonly fsync?: boolean
   /** Extra `-c name=value` settings. */
   readonly settings?: Readonly<Record<string, string>>
+  /** Serve TLS too (ssl = on) with this certificate and key (copied, owned by the server's user). */
+  readonly tls?: { readonly cert: string; readonly key: string }
 }
 
 export interface PostgresServer {
@@ -106,12 +108,23 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     throw new Error(`initdb failed (${init.status ?? init.signal}): ${init.stderr || init.error?.message}`)
   }
 
+  const tls: Record<string, string> = {}
+  if (options.tls) {
+    // The server refuses a key others can read; it must be its own user's.
+    for (const [file, from] of [['server.crt', options.tls.cert], ['server.key', options.tls.key]] as const) {
+      copyFileSync(from, join(dir, file))
+      chmodSync(join(dir, file), 0o600)
+      if (identity) chownSync(join(dir, file), identity.uid, identity.gid)
+    }
+    Object.assign(tls, { ssl: 'on', ssl_cert_file: join(dir, 'server.crt'), ssl_key_file: join(dir, 'server.key') })
+  }
   const settings: Record<string, string> = {
     listen_addresses: HOST,
     unix_socket_directories: dir,
     fsync: options.fsync ? 'on' : 'off',
     full_page_writes: options.fsync ? 'on' : 'off',
     max_connections: '300',
+    ...tls,
     ...options.settings,
   }
   const args = (port: number) => ['-D', data, '-p', String(port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])]

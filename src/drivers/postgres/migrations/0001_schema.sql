@@ -210,7 +210,7 @@ BEGIN
   IF v_name.kind <> p_kind OR v_name.permits <> p_permits OR v_name.fair <> p_fair THEN
     IF v_held > 0 OR EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name AND stale_at > v_now) THEN
       IF v_name.kind <> p_kind OR (p_kind = 'semaphore' AND v_name.permits <> p_permits) THEN
-        v_ignored := {{schema}}.commit_lazily();
+        IF v_handed = 0 THEN v_ignored := {{schema}}.commit_lazily(); END IF;
         status := 'conflict'; kind := v_name.kind; permits := v_name.permits;
         RETURN;
       END IF;

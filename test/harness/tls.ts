@@ -1,0 +1,28 @@
+/** A throwaway certificate authority and a server certificate for 127.0.0.1, made with openssl. */
+import { execFile } from 'node:child_process'
+import { mkdtemp, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { ensureCommand } from './install.js'
+
+const run = promisify(execFile)
+
+export interface TestCertificates {
+  readonly dir: string
+  /** The CA certificate clients trust. */
+  readonly ca: string
+  readonly serverCert: string
+  readonly serverKey: string
+}
+
+export async function makeCertificates(): Promise<TestCertificates> {
+  await ensureCommand('openssl', 'openssl')
+  const dir = await mkdtemp(join(tmpdir(), 'baton-tls-'))
+  const at = (file: string) => join(dir, file)
+  await writeFile(at('san.cnf'), 'subjectAltName=IP:127.0.0.1\n')
+  await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=baton test CA', '-keyout', at('ca.key'), '-out', at('ca.crt')])
+  await run('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', at('server.key'), '-out', at('server.csr')])
+  await run('openssl', ['x509', '-req', '-days', '1', '-in', at('server.csr'), '-CA', at('ca.crt'), '-CAkey', at('ca.key'), '-CAcreateserial', '-extfile', at('san.cnf'), '-out', at('server.crt')])
+  return { dir, ca: at('ca.crt'), serverCert: at('server.crt'), serverKey: at('server.key') }
+}
