@@ -11,6 +11,7 @@ import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
 import { redlockScenario } from './redlock.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
+import { server } from './server.js'
 import { uncontended } from './uncontended.js'
 
 /**
@@ -21,6 +22,5 @@ export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
   fairHandoff, fairCommands, rwlockReaders, semaphore,
   pgUncontended, pgHandoff, pgStatements,
-  ...consensusScenarios,
-  fairHandoff, fairCommands, rwlockReaders, semaphore, redlockScenario,
+  ...consensusScenarios, server, redlockScenario,
 ]

@@ -19,6 +19,8 @@ export interface AcquireEvent extends HoldEvent {
 }
 export interface LostEvent extends HoldEvent {
   error: Error
+  /** True when the lease ran out without a confirmed renewal; false when the store took it (forced, replaced). */
+  expired: boolean
 }
 export interface WaitEvent {
   name: string

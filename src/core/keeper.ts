@@ -1,10 +1,10 @@
-import type { Driver, LockSpec } from './driver.js'
+import type { Driver, ExtendResult, HoldRef, LockSpec } from './driver.js'
 import { setMaxListeners } from 'node:events'
 import { aborted, clientClosed, invalidArgument, lockTimeout } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { channels } from './events.js'
 import { Hold, Lease } from './lease.js'
-import { newOwnerId } from './owner.js'
+import { newOwnerId, newSecretOwnerId } from './owner.js'
 import { scopeInFlow, type Reentry } from './reentrancy.js'
 import { obtain, WakeRoute, type AttemptRequest } from './waiter.js'
 import { Watchdog } from './watchdog.js'
@@ -18,6 +18,8 @@ export interface TakeOptions {
   reentrant: boolean
   /** When busy and `waitMs` is 0: resolve null (tryAcquire) instead of LOCK_TIMEOUT. */
   nullIfBusy: boolean
+  /** Internal (lock server): called once when the owner is in the store's line. */
+  onWaiting?: (owner: string) => void
 }
 
 /**
@@ -28,6 +30,12 @@ export class Keeper {
   readonly watchdog = new Watchdog()
   /** Live holds of this client by owner, for reentrancy counts in inspect(). */
   private readonly live = new Map<string, Hold>()
+  /**
+   * Internal, for the lock server: owners carry 128 random bits, because the
+   * server hands them out inside lease ids and a guessable owner would let
+   * anyone extend or release another's hold.
+   */
+  secretOwners = false
   /** Aborted by close(), with the CLOSED error every pending acquire ends with. */
   private readonly closing = new AbortController()
   /** take() calls not yet settled: close() waits for them to undo what they did in the store. */
@@ -61,7 +69,7 @@ export class Keeper {
         }
       }
 
-      const owner = newOwnerId(this.clientId)
+      const owner = this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId)
       const route = new WakeRoute()
       const unwatch = this.driver.watch(spec.name, owner, route.deliver)
       const started = monotonicNow()
@@ -74,7 +82,7 @@ export class Keeper {
       }
       let grant
       try {
-        grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closing.signal)
+        grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closing.signal, options.onWaiting)
       } catch (error) {
         unwatch()
         throw error
@@ -173,6 +181,66 @@ export class Keeper {
   }
 
   /** Reentrant handles on `owner`'s hold when this client has it, else 1. */
+  /** Live holds of this client. */
+  get holdCount(): number {
+    return this.live.size
+  }
+
+  /*
+   * Acting on a hold by its ref (spec, owner, token), whether or not this
+   * process acquired it. Internal, for the lock server: its lease ids carry the
+   * ref, so any server sharing the store can extend or release a lease another
+   * server granted. Not in the public index: a library user always has the
+   * Lease, and handing out raw refs would bypass its state machine. When this
+   * process has the Hold, it goes through the Hold so its timers and events
+   * stay right; otherwise straight to the driver, with the same events.
+   */
+
+  /** Renews many refs in one driver batch. */
+  async extendRefs(refs: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
+    this.checkOpen()
+    const sentAt = monotonicNow()
+    const results = await this.driver.extend(refs, ttlMs)
+    refs.forEach((ref, i) => {
+      const result = results[i]!
+      const hold = this.localHold(ref)
+      if (hold) hold.applyExtend(result, sentAt, ttlMs)
+      else if (result.status === 'extended' && channels.extend.hasSubscribers) channels.extend.publish(this.event(ref))
+    })
+    return results
+  }
+
+  /** Releases a ref; true if it was held. */
+  async releaseRef(ref: HoldRef): Promise<boolean> {
+    this.checkOpen()
+    const hold = this.localHold(ref)
+    if (hold) return hold.release()
+    const held = await this.driver.release(ref)
+    if (held && channels.release.hasSubscribers) channels.release.publish(this.event(ref))
+    return held
+  }
+
+  /** Turns a write ref into a read ref of the same token; false if the hold is gone. */
+  async downgradeRef(ref: HoldRef): Promise<boolean> {
+    this.checkOpen()
+    if (!this.driver.downgrade || ref.mode !== 'write') return false
+    const hold = this.localHold(ref)
+    if (hold) {
+      await hold.downgrade()
+      return hold.active
+    }
+    return this.driver.downgrade(ref)
+  }
+
+  private localHold(ref: HoldRef): Hold | undefined {
+    const hold = this.live.get(ref.owner)
+    return hold?.active && hold.ref.token === ref.token && hold.ref.name === ref.name ? hold : undefined
+  }
+
+  private event(ref: HoldRef): { name: string; owner: string; token: bigint; mode: HoldRef['mode']; store: string } {
+    return { name: ref.name, owner: ref.owner, token: ref.token, mode: ref.mode, store: this.driver.store }
+  }
+
   countOf(owner: string): number {
     const hold = this.live.get(owner)
     return hold?.active ? hold.count : 1

@@ -2,7 +2,7 @@ import type { Driver, HoldRef, Wake } from './driver.js'
 import { BatonError, leaseLost } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { parseTtl, type Duration } from './duration.js'
-import { channels, type HoldEvent } from './events.js'
+import { channels, type HoldEvent, type LostEvent } from './events.js'
 import { safetyMarginMs } from './margin.js'
 import { runHolding, scopeKey, Turns, type Reentry, type ScopedHold } from './reentrancy.js'
 import type { Grant } from './waiter.js'
@@ -77,7 +77,8 @@ export class Hold implements ScopedHold {
     if (wake.type === 'lost') this.lose(wake.reason)
   }
 
-  lose(why: string, cause?: unknown): void {
+  /** `expired`: the lease ran out here (no confirmed renewal), as opposed to the store taking it away. */
+  lose(why: string, cause?: unknown, expired = false): void {
     if (this.state !== 'held') return
     this.state = 'lost'
     this.stop()
@@ -85,7 +86,7 @@ export class Hold implements ScopedHold {
     if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause })
     this.lossReason = error
     this.abortController?.abort(error)
-    if (channels.lost.hasSubscribers) channels.lost.publish({ ...this.event(), error } satisfies HoldEvent & { error: Error })
+    if (channels.lost.hasSubscribers) channels.lost.publish({ ...this.event(), error, expired } satisfies LostEvent)
     // No release here: code that has not yet reacted to the signal may still
     // be working, so the store keeps the hold to its end (and lock delay after).
   }
@@ -95,8 +96,9 @@ export class Hold implements ScopedHold {
    * answer) is tried again by the next call; one that succeeded, or a hold
    * that was lost, makes further calls no-ops.
    */
-  async release(): Promise<void> {
-    if (this.state === 'lost' || this.releasedInStore) return
+  /** True if the store still had the hold. */
+  async release(): Promise<boolean> {
+    if (this.state === 'lost' || this.releasedInStore) return false
     this.keeper.checkOpen()
     if (this.state === 'held') {
       this.state = 'released'
@@ -105,8 +107,9 @@ export class Hold implements ScopedHold {
     }
     // Calls that overlap may both reach the store: release is idempotent there.
     if (this.renewing) await this.renewing.catch(() => {})
-    await this.driver.release(this.ref)
+    const held = await this.driver.release(this.ref)
     this.releasedInStore = true
+    return held
   }
 
   private releasedInStore = false
@@ -165,7 +168,7 @@ export class Hold implements ScopedHold {
 }
 
 function expireHold(hold: Hold): void {
-  hold.lose('its lease ran out without a confirmed renewal (raise "ttl", or use autoExtend / using())')
+  hold.lose('its lease ran out without a confirmed renewal (raise "ttl", or use autoExtend / using())', undefined, true)
 }
 
 /**
@@ -229,7 +232,10 @@ export class Lease implements AsyncDisposable {
     this.hold.turns.leave(this.entry)
     this.hold.count -= 1
     if (this.side === 'write') this.hold.writers -= 1
-    if (this.hold.count === 0) return this.hold.release()
+    if (this.hold.count === 0) {
+      await this.hold.release()
+      return
+    }
     if (this.hold.writers === 0) await this.hold.downgrade()
   }
 

@@ -20,3 +20,22 @@ export function newOwnerId(clientId: string): string {
   counter = (counter + 1) % Number.MAX_SAFE_INTEGER
   return `${clientId}.${leasePrefix}${counter.toString(36)}`
 }
+
+/** A pool of random bytes so secret owner ids cost no syscall per acquire. */
+let pool = Buffer.alloc(0)
+let poolAt = 0
+
+/**
+ * An owner id with 128 random bits after the client id, for holds whose owner
+ * is a capability: the lock server puts it in lease ids, so it must be
+ * unguessable, and it is never shown (only a digest of it is).
+ */
+export function newSecretOwnerId(clientId: string): string {
+  if (poolAt + 16 > pool.length) {
+    pool = randomBytes(16 * 256)
+    poolAt = 0
+  }
+  const secret = pool.toString('base64url', poolAt, poolAt + 16)
+  poolAt += 16
+  return `${clientId}.${secret}`
+}

@@ -60,6 +60,8 @@ export async function obtain(
   nullIfBusy: boolean,
   /** Aborted by the client's close(), with the error to end the wait with. */
   closing: AbortSignal,
+  /** Internal (lock server): called once when the owner is in the store's line. */
+  onWaiting?: (owner: string) => void,
 ): Promise<Grant | null> {
   const request = attempt // the same object serves every attempt of this owner
   const started = monotonicNow()
@@ -112,6 +114,7 @@ export async function obtain(
     }
     if (!announced) {
       announced = true
+      onWaiting?.(request.owner)
       if (channels.wait.hasSubscribers) {
         channels.wait.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store } satisfies WaitEvent)
       }

@@ -15,6 +15,8 @@ const FACTORIES: Record<string, () => Promise<DriverFactory>> = {
   'etcd': async () => (await import('./etcd/index.js')).createEtcdDriver,
   'etcds': async () => (await import('./etcd/index.js')).createEtcdDriver,
   'zk': async () => (await import('./zookeeper/index.js')).createZkDriver,
+  'http': async () => (await import('./http/index.js')).createHttpDriver,
+  'https': async () => (await import('./http/index.js')).createHttpDriver,
   'redlock': async () => (await import('./redlock/index.js')).createRedlockDriver,
 }
 

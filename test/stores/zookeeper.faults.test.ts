@@ -29,7 +29,9 @@ async function client(url: string): Promise<Baton> {
 }
 
 before(async () => {
-  ;[ensemble, single] = await Promise.all([startZookeeperEnsemble(3), startZookeeper()])
+  // One after the other: four JVMs starting at once can miss the start-up deadline on a loaded machine.
+  ensemble = await startZookeeperEnsemble(3)
+  single = await startZookeeper()
 })
 after(async () => {
   await Promise.allSettled(clients.map((c) => c.close()))
@@ -126,6 +128,19 @@ describe('zookeeper faults', () => {
     const again = await (await client(url)).mutex(name).acquire({ wait: ms(15_000) })
     assert.ok(again.token > lease.token)
     await again.release()
+  })
+
+  it('closing a client ends its session: its holds end at once and their signals fire', async () => {
+    const url = `zk://${single.hosts}`
+    const closing = await connect(url)
+    const name = 'faults/closed'
+    const lease = await closing.mutex(name, { ttl: ms(10_000) }).acquire()
+    await closing.close()
+    const reason = await aborted(lease.signal, ms(5000))
+    assert.ok(isBatonError(reason, 'LEASE_LOST'), String(reason))
+    const next = await (await client(url)).mutex(name).acquire({ wait: ms(5000) })
+    assert.ok(next.token > lease.token)
+    await next.release()
   })
 
   it('bad URLs get INVALID_ARGUMENT', async () => {

@@ -14,8 +14,8 @@ const CAPABILITIES: Capabilities = {
   fair: true, rwlock: true, semaphore: true, lockDelay: false, handoff: true, durableTokens: true,
 }
 
-/** etcd refuses (raises) leases under this; see leaseSecondsFor. */
-export const ETCD_MIN_LEASE_SECONDS = 2
+/** The shortest lease asked for; etcd raises it to its own floor (1.5 × election timeout, 2 s by default). */
+export const ETCD_MIN_LEASE_SECONDS = 1
 /** A name's watch stays this long after its last entry went, so a hot name keeps one watch. */
 const NAME_WATCH_LINGER_MS = 10_000
 /** Changes remembered per name, to close the gap between a line read and its watch events. */
@@ -35,7 +35,17 @@ class ClientLease {
   readonly slots = new Set<EtcdSlot>()
   readonly ready: Promise<void>
 
-  constructor(readonly lease: Lease, readonly seconds: number, onLost: (lease: ClientLease, error: unknown) => void) {
+  /** What etcd granted: at least `seconds`, raised to its floor (1.5 × election timeout, 2 s by default). */
+  granted: number
+
+  constructor(
+    readonly lease: Lease,
+    /** What this client asked for (the key of its lease map). */
+    readonly seconds: number,
+    onLost: (lease: ClientLease, error: unknown) => void,
+    grantedSeconds: (id: string) => Promise<number>,
+  ) {
+    this.granted = seconds
     const sentAt = monotonicNow()
     lease.on('keepaliveFired', () => this.fired.push(monotonicNow()))
     lease.on('keepaliveSucceeded', () => {
@@ -45,16 +55,17 @@ class ClientLease {
     // A new keepalive stream: answers to earlier pings will not come.
     lease.on('keepaliveEstablished', () => this.fired.splice(0))
     lease.on('lost', (error: unknown) => onLost(this, error))
-    this.ready = lease.grant().then((id) => {
+    this.ready = lease.grant().then(async (id) => {
       this.id = id
       this.hex = BigInt(id).toString(16)
       this.confirmedAt = sentAt
+      this.granted = Math.max(seconds, await grantedSeconds(id))
     })
   }
 
   /** How long the store surely keeps this lease, by our monotonic clock. */
   remainingMs(): number {
-    return this.confirmedAt + this.seconds * 1000 - monotonicNow()
+    return this.confirmedAt + this.granted * 1000 - monotonicNow()
   }
 }
 
@@ -253,7 +264,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
       waiters: waitersIn(read.line).map((e) => ({ owner: e.owner, mode: e.mode })),
       lastToken: holders.reduce((max, h) => (h.token > max ? h.token : max), 0n),
       note: `etcd lease of the holders: ${granted.map((s) => `${s} s`).join(', ') || 'unknown'} ` +
-        `(1.5 × ttl, at least etcd's floor of ${ETCD_MIN_LEASE_SECONDS} s): a live client ends each hold at its ttl; ` +
+        '(asked: 1.5 × ttl; etcd raises leases to its floor, 1.5 × its election timeout, 2 s by default): a live client ends each hold at its ttl; ' +
         'a crashed or cut-off client\'s holds end when that lease runs out',
     }
   }
@@ -461,7 +472,10 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     const seconds = leaseSecondsFor(ttlMs)
     let lease = this.leases.get(seconds)
     if (!lease) {
-      lease = new ClientLease(this.client.lease(seconds), seconds, (l) => this.leaseLost(l))
+      lease = new ClientLease(this.client.lease(seconds), seconds, (l) => this.leaseLost(l), async (id) => {
+        const live = await this.client.leaseClient.leaseTimeToLive({ ID: id })
+        return Number(live.grantedTTL)
+      })
       this.leases.set(seconds, lease)
     }
     try {
@@ -495,8 +509,10 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
 }
 
 /**
- * The lease behind a hold of `ttlMs`: 1.5 × ttl, so that keep-alives every
- * third of it always leave the whole ttl covered, and never under etcd's floor.
+ * The lease asked for a hold of `ttlMs`: 1.5 × ttl, so that keep-alives every
+ * third of it always leave the whole ttl covered. etcd may grant more (its
+ * floor); the grant is read back, shown by inspect(), and used for the ttl
+ * reported to the core.
  */
 export function leaseSecondsFor(ttlMs: number): number {
   return Math.max(ETCD_MIN_LEASE_SECONDS, Math.ceil((ttlMs * 1.5) / 1000))

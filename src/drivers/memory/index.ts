@@ -62,7 +62,15 @@ class MemoryStore {
   lastToken = 0n
   /** Wake-up routes by owner (owners are unique across clients). */
   readonly watchers = new Map<string, (wake: Wake) => void>()
+  constructor(readonly nextToken?: TokenSource) {}
 }
+
+/**
+ * Where the store-wide token counter goes next, for an embedding that must
+ * keep tokens increasing across restarts (the lock server's --data-dir): it
+ * returns a token greater than `last`, the last token this store granted.
+ */
+export type TokenSource = (last: bigint) => bigint
 
 /** `memory://` is the process-wide store; `memory://name` a separate named one. */
 const stores = new Map<string, MemoryStore>()
@@ -229,7 +237,8 @@ export class MemoryDriver implements Driver {
     name: string, state: LockState,
     who: { owner: string; mode: HoldMode; ttlMs: number; lockDelayMs: number }, now: number,
   ): { status: 'granted'; token: bigint; ttlMs: number } {
-    const token = ++this.shared.lastToken
+    const token = this.shared.nextToken ? this.shared.nextToken(this.shared.lastToken) : this.shared.lastToken + 1n
+    this.shared.lastToken = token
     state.lastToken = token
     const holder: Holder = {
       owner: who.owner, token, mode: who.mode, expiresAt: now + who.ttlMs, lockDelayMs: who.lockDelayMs,
@@ -330,4 +339,9 @@ export const createMemoryDriver: DriverFactory = async (url: StoreUrl) => {
     stores.set(storeName, shared)
   }
   return new MemoryDriver(shared)
+}
+
+/** A private store (not registered under any memory:// name) with its own token source. */
+export function createPrivateMemoryDriver(nextToken?: TokenSource): MemoryDriver {
+  return new MemoryDriver(new MemoryStore(nextToken))
 }

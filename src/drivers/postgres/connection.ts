@@ -66,7 +66,10 @@ export function postgresTarget(url: StoreUrl, options: DriverOptions): PostgresT
     application_name: 'baton',
     connectionTimeoutMillis: options.connectTimeoutMs,
     query_timeout: options.commandTimeoutMs,
+    // A server gone without a word (a partition, a VM stopped) is noticed by
+    // the idle LISTEN connection after about 10 s plus the kernel's probes.
     keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   }
   return { client, poolSize, schema, user, database, display: url.display, label: `postgres store at ${url.display}` }
 }
@@ -140,5 +143,8 @@ export function storeError(target: PostgresTarget, cause: unknown): BatonError {
   if (code === '3D000') {
     return invalidArgument(`the database "${target.database}" does not exist on the ${target.label}; create it (CREATE DATABASE ...) or name another one in the URL path`, cause)
   }
-  return backendUnavailable(target.label, cause, code !== undefined)
+  return backendUnavailable(target.label, cause, code !== undefined && !UNAVAILABLE_STATES.test(code))
 }
+
+/** Connection exceptions (08…) and a server starting up or shutting down (57P0…): not an answer to the call. */
+const UNAVAILABLE_STATES = /^(08|57P0)/

@@ -207,10 +207,13 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    // Closing a session deletes its nodes at once: the holds end now, and their holders must know.
+    for (const slot of this.slots.byOwner.values()) {
+      if (slot.held) this.slots.wake(slot.owner, { type: 'lost', reason: 'its client was closed, which ends its ZooKeeper session and every node of it' })
+    }
     const waiting = this.slots.clear()
     await Promise.all(waiting.map((s) => this.removeNode(s.session, s.id).catch(() => {})))
     for (const entry of this.parents.values()) clearTimeout(entry.linger)
-    // Holds stay until their session times out, like any client that goes away.
     for (const pending of this.sessions.values()) void pending.then((s) => s.close(), () => {})
     this.sessions.clear()
   }

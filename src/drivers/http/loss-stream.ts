@@ -1,0 +1,87 @@
+import { Api } from './api.js'
+
+/** How long the stream stays open after the last hold ends, so acquire/release loops do not reconnect each time. */
+const LINGER_MS = 10_000
+const RETRY_MS = 500
+
+/**
+ * One server-sent-event stream of `lost` events per client, open while the
+ * client holds something: a forced release on the server reaches the
+ * holder's lease.signal within a round trip, not at the next renewal. The
+ * events show owner digests; `onLost` gets the digest and matches its own.
+ */
+export class LossStream {
+  private controller: AbortController | undefined
+  private linger: NodeJS.Timeout | undefined
+  private closed = false
+  /** Resolves once the current stream is open, so the first hold is covered from its start. */
+  opened: Promise<void> = Promise.resolve()
+
+  constructor(private readonly api: Api, private readonly onLost: (digest: string, reason: string) => void) {}
+
+  need(wanted: boolean): void {
+    if (this.closed) return
+    clearTimeout(this.linger)
+    if (wanted) {
+      if (!this.controller) this.open()
+      return
+    }
+    this.linger = setTimeout(() => this.stop(), LINGER_MS)
+    this.linger.unref()
+  }
+
+  close(): void {
+    this.closed = true
+    clearTimeout(this.linger)
+    this.stop()
+  }
+
+  private stop(): void {
+    this.controller?.abort()
+    this.controller = undefined
+  }
+
+  private open(): void {
+    const controller = new AbortController()
+    this.controller = controller
+    let markOpen!: () => void
+    this.opened = new Promise((resolve) => (markOpen = resolve))
+    void this.run(controller, markOpen).finally(() => {
+      markOpen()
+      if (this.controller !== controller) return
+      // Dropped by the server or the network: reconnect while still needed.
+      this.controller = undefined
+      const again = setTimeout(() => {
+        if (!this.closed && !this.controller) this.open()
+      }, RETRY_MS)
+      again.unref()
+    })
+  }
+
+  private async run(controller: AbortController, markOpen: () => void): Promise<void> {
+    try {
+      const response = await fetch(`${this.api.base}/v1/events?types=lost`, {
+        headers: this.api.headers({ accept: 'text/event-stream' }),
+        signal: controller.signal,
+      })
+      if (!response.ok || !response.body) return
+      markOpen()
+      const decoder = new TextDecoder()
+      let buffered = ''
+      for await (const chunk of response.body) {
+        buffered += decoder.decode(chunk as Uint8Array, { stream: true })
+        let end: number
+        while ((end = buffered.indexOf('\n\n')) >= 0) {
+          const block = buffered.slice(0, end)
+          buffered = buffered.slice(end + 2)
+          const data = block.split('\n').find((l) => l.startsWith('data: '))
+          if (!data) continue
+          const event = JSON.parse(data.slice(6)) as { owner: string; name: string }
+          this.onLost(event.owner, `the baton server reports it lost (released by force, or taken over)`)
+        }
+      }
+    } catch {
+      // Aborted or dropped: the caller reconnects if still needed.
+    }
+  }
+}

@@ -1,0 +1,117 @@
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { monotonicNow } from '../core/clock.js'
+import { invalidArgument } from '../core/errors.js'
+
+/** Tokens reserved per fsync: the hot path writes to disk once per this many grants. */
+const TOKEN_BLOCK = 100_000n
+/** How far ahead the "every lease ends by" mark is pushed, so it is rewritten at most this often under load. */
+const END_SLACK_MS = 10_000
+
+interface State {
+  /** Every token granted so far is at most this. */
+  tokensReserved: string
+  /** Epoch ms by which every lease this store granted has ended (ttl and lock delay). */
+  leasesEndBy: number
+  /** The longest ttl + lock delay ever granted: bounds the wait after a restart whatever the wall clock did. */
+  longestLeaseMs: number
+}
+
+/**
+ * What the embedded store keeps in --data-dir so that a restarted server
+ * stays safe without persisting its leases:
+ * - fencing tokens come from one counter for all names, and the counter's
+ *   high-water mark is reserved on disk (fsynced) a block ahead, so after a
+ *   restart (kill -9 included) tokens continue above anything granted before;
+ * - the server refuses grants until every lease it could have granted before
+ *   the restart has run out: until `leasesEndBy` (a wall-clock mark pushed
+ *   ahead and fsynced before any grant that would end later), and never
+ *   longer than `longestLeaseMs` from start-up (in case the wall clock jumped).
+ */
+export class DataDir {
+  private readonly file: string
+  private state: State
+  private next: bigint
+  private reserved: bigint
+  /** Monotonic instant before which grants are refused (0: none). */
+  readonly grantsFrom: number
+
+  constructor(dir: string) {
+    try {
+      mkdirSync(dir, { recursive: true })
+    } catch (cause) {
+      throw invalidArgument(`--data-dir ${dir} can not be created: ${(cause as Error).message}`)
+    }
+    this.file = join(dir, 'baton-state.json')
+    const previous = readState(this.file)
+    this.state = previous ?? { tokensReserved: '0', leasesEndBy: 0, longestLeaseMs: 0 }
+    this.next = BigInt(this.state.tokensReserved)
+    this.reserved = this.next
+    const waitMs = previous ? Math.max(0, Math.min(previous.longestLeaseMs, previous.leasesEndBy - Date.now())) : 0
+    this.grantsFrom = waitMs > 0 ? monotonicNow() + waitMs + 1 : 0
+    this.reserve()
+  }
+
+  /** Milliseconds until grants are allowed (0 when they are). */
+  restartDelayLeftMs(): number {
+    return Math.max(0, Math.ceil(this.grantsFrom - monotonicNow()))
+  }
+
+  /** The token source of the embedded store: one increasing counter for every name. */
+  readonly nextToken = (last: bigint): bigint => {
+    if (this.next < last) this.next = last
+    this.next += 1n
+    if (this.next > this.reserved) this.reserve()
+    return this.next
+  }
+
+  /** Called before a grant or extend of `leaseMs` (ttl + lock delay) is answered. */
+  noteLease(leaseMs: number): void {
+    const endsAt = Date.now() + leaseMs
+    if (endsAt <= this.state.leasesEndBy && leaseMs <= this.state.longestLeaseMs) return
+    this.state.leasesEndBy = Math.max(this.state.leasesEndBy, endsAt + Math.min(END_SLACK_MS, leaseMs))
+    this.state.longestLeaseMs = Math.max(this.state.longestLeaseMs, leaseMs)
+    this.write()
+  }
+
+  private reserve(): void {
+    this.reserved = this.next + TOKEN_BLOCK
+    this.state.tokensReserved = this.reserved.toString()
+    this.write()
+  }
+
+  private write(): void {
+    const temp = `${this.file}.tmp`
+    writeFileSync(temp, JSON.stringify(this.state))
+    const fd = openSync(temp, 'r')
+    try {
+      fsyncSync(fd)
+    } finally {
+      closeSync(fd)
+    }
+    renameSync(temp, this.file)
+    const dirFd = openSync(join(this.file, '..'), 'r')
+    try {
+      fsyncSync(dirFd)
+    } finally {
+      closeSync(dirFd)
+    }
+  }
+}
+
+function readState(file: string): State | undefined {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw invalidArgument(`the state file ${file} can not be read: ${(error as Error).message}`)
+  }
+  try {
+    const state = JSON.parse(text) as State
+    if (!/^\d+$/.test(state.tokensReserved) || !Number.isFinite(state.leasesEndBy) || !Number.isFinite(state.longestLeaseMs)) throw new Error('bad fields')
+    return state
+  } catch (cause) {
+    throw invalidArgument(`the state file ${file} is damaged (${(cause as Error).message}); move it away only if no lease of the old server can still be held`)
+  }
+}

@@ -1,0 +1,112 @@
+import Fastify, { type FastifyInstance } from 'fastify'
+import swagger from '@fastify/swagger'
+import type { Baton } from '../baton.js'
+import { OPEN, type TokenAuth } from './auth.js'
+import type { ServerContext } from './context.js'
+import type { DataDir } from './data-dir.js'
+import { EventHub } from './events.js'
+import { errorSchema, HttpError, sendError, toHttpError } from './http-errors.js'
+import { DEFAULT_WAIT_CAPS, WaitLimits, type WaitCaps } from './limits.js'
+import { Metrics } from './metrics.js'
+import { opsRoutes } from './ops.js'
+import { lockRoutes } from './routes.js'
+import { lockView } from './schemas.js'
+
+export interface LockServerOptions {
+  /** The library client the server serves; it owns no lock logic of its own. */
+  baton: Baton
+  auth?: TokenAuth
+  dataDir?: DataDir
+  waitCaps?: WaitCaps
+  /** Largest request body in bytes (default 64 KiB: a batch extend of ~150 lease ids per KiB). */
+  bodyLimit?: number
+}
+
+export interface LockServer {
+  readonly app: FastifyInstance
+  listen(host: string, port: number): Promise<string>
+  /** Graceful: stop accepting, answer waiting acquires 503, end event streams; held leases run to their ttl. */
+  close(): Promise<void>
+}
+
+/**
+ * The lock service: HTTP/JSON in front of one Baton client. Stateless: what
+ * a lease needs travels in its id, so servers sharing a store serve each
+ * other's leases.
+ */
+export async function createLockServer(options: LockServerOptions): Promise<LockServer> {
+  const { baton } = options
+  baton.keeper.secretOwners = true
+  const hub = new EventHub(baton.keeper.clientId)
+  const limits = new WaitLimits(options.waitCaps ?? DEFAULT_WAIT_CAPS)
+  const metrics = new Metrics(hub, { held: () => baton.keeper.holdCount, waiting: () => limits.waiting, store: baton.store })
+  const ctx: ServerContext = {
+    baton, hub, metrics, limits, dataDir: options.dataDir,
+    waits: new Map(), waiting: new Set(), streams: new Set(), shuttingDown: false,
+  }
+
+  const app = Fastify({
+    logger: false, // a request log could carry bearer tokens and lease ids
+    bodyLimit: options.bodyLimit ?? 64 * 1024,
+    // Lease ids and percent-encoded 256-byte names are longer than find-my-way's default of 100.
+    routerOptions: { maxParamLength: 4096 },
+    // Router-level refusals (bad URL encoding, too long) answer in the API's error format too.
+    frameworkErrors: (error, _request, reply) => sendError(reply, error),
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+  })
+  app.addSchema(errorSchema)
+  app.addSchema(lockView)
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'baton lock server', version: '0.1.0', description: 'Distributed locks over HTTP: mutex, fair mutex, read-write lock, semaphore.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: options.auth ? [{ bearer: [] }] : [],
+    },
+  })
+  app.decorateRequest('access', null as never)
+
+  app.addHook('onRequest', async (request) => {
+    const open = (request.routeOptions.config as { open?: boolean } | undefined)?.open
+    request.access = !options.auth || open ? OPEN : options.auth.check(request.headers.authorization)
+  })
+  // An acquire without a body means all defaults.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && request.method === 'POST') request.body = {}
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.httpSeconds.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    )
+  })
+  app.setErrorHandler((error, _request, reply) => {
+    const http = toHttpError(error)
+    if (http.message.startsWith('internal error')) console.error(`baton serve: ${(error as Error).stack ?? String(error)}`)
+    return sendError(reply, http)
+  })
+  app.setNotFoundHandler((request, reply) => sendError(reply, new HttpError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)))
+
+  lockRoutes(app, ctx)
+  opsRoutes(app, ctx)
+  app.get('/openapi.json', { schema: { hide: true }, config: { open: true } }, async () => app.swagger())
+  await app.ready()
+
+  return {
+    app,
+    async listen(host, port) {
+      return app.listen({ host, port })
+    },
+    async close() {
+      ctx.shuttingDown = true
+      for (const controller of ctx.waiting) controller.abort(new Error('the server is shutting down'))
+      for (const stream of ctx.streams) stream.end()
+      await app.close()
+      metrics.close()
+      hub.close()
+      await baton.close()
+    },
+  }
+}

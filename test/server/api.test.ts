@@ -1,0 +1,265 @@
+/**
+ * The HTTP API of `baton serve` as a user sees it: the real binary, real
+ * HTTP (fetch and curl), on its embedded store.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { startBatonServer, type BatonServer } from '../harness/baton-server.js'
+import { ms } from '../harness/timing.js'
+import { call, curl, lockPath, readEvents } from './client.js'
+
+let server: BatonServer
+let base: string
+let seq = 0
+const fresh = (label: string) => `api/${label}/${++seq}/${Math.random().toString(36).slice(2, 8)}`
+
+/** The secret owner inside a lease id (the test knows the format; clients need not). */
+const secretOf = (leaseId: string): string => JSON.parse(Buffer.from(leaseId, 'base64url').toString())[7]
+
+async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + ms(10_000)
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+before(async () => {
+  server = await startBatonServer(['--max-waiters-per-name', '3'])
+  base = server.base
+})
+after(() => server.stop())
+
+describe('baton serve: locks and leases', () => {
+  it('acquire, conflict, inspect, extend, batch extend, release', async () => {
+    const name = fresh('basic')
+    const first = await call(base, 'POST', lockPath(name, '/acquire'), { ttl: '10s' })
+    assert.equal(first.status, 200)
+    assert.match(first.body.token, /^\d+$/)
+    assert.ok(first.body.expiresAt > Date.now())
+    const busy = await call(base, 'POST', lockPath(name, '/acquire'), { ttl: '10s' })
+    assert.equal(busy.status, 409)
+    assert.equal(busy.body.error.code, 'LOCK_TIMEOUT')
+
+    const view = await call(base, 'GET', lockPath(name))
+    assert.equal(view.status, 200)
+    assert.equal(view.body.holders[0].owner, first.body.owner)
+    assert.equal(view.body.holders[0].token, first.body.token)
+    // Nothing shown lets anyone act on the lease.
+    const secret = secretOf(first.body.leaseId)
+    assert.ok(!JSON.stringify(view.body).includes(secret))
+    assert.ok(!JSON.stringify(busy.body).includes(secret))
+
+    const extended = await call(base, 'POST', `/v1/leases/${first.body.leaseId}/extend`, { ttl: '20s' })
+    assert.equal(extended.status, 200)
+    assert.equal(extended.body.ttlMs, 20_000)
+    const batch = await call(base, 'POST', '/v1/leases/extend', { leases: [first.body.leaseId, 'not-a-lease'], ttl: 15_000 })
+    assert.deepEqual(batch.body.results.map((r: { status: string }) => r.status), ['extended', 'lost'])
+
+    const released = await call(base, 'DELETE', `/v1/leases/${first.body.leaseId}`)
+    assert.deepEqual(released.body, { released: true })
+    assert.deepEqual((await call(base, 'DELETE', `/v1/leases/${first.body.leaseId}`)).body, { released: false })
+    const gone = await call(base, 'POST', `/v1/leases/${first.body.leaseId}/extend`)
+    assert.equal(gone.status, 410)
+    assert.equal(gone.body.error.code, 'LEASE_LOST')
+    assert.equal((await call(base, 'GET', lockPath(name))).status, 404)
+  })
+
+  it('a long-poll is answered the moment the holder releases, with a larger token', async () => {
+    const name = fresh('longpoll')
+    const holder = await call(base, 'POST', lockPath(name, '/acquire'), {})
+    const waiting = call(base, 'POST', lockPath(name, '/acquire'), { wait: '30s' })
+    await eventually('the waiter in line', async () => (await call(base, 'GET', lockPath(name))).body.waiters?.length === 1)
+    await call(base, 'DELETE', `/v1/leases/${holder.body.leaseId}`)
+    const next = await waiting
+    assert.equal(next.status, 200)
+    assert.ok(BigInt(next.body.token) > BigInt(holder.body.token))
+    await call(base, 'DELETE', `/v1/leases/${next.body.leaseId}`)
+  })
+
+  it('a waiting client that disconnects leaves the line at once', async () => {
+    const name = fresh('disconnect')
+    const holder = await call(base, 'POST', lockPath(name, '/acquire'), {})
+    const controller = new AbortController()
+    const waiting = fetch(base + lockPath(name, '/acquire'), {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"wait":"60s"}', signal: controller.signal,
+    }).catch(() => 'aborted')
+    await eventually('the waiter in line', async () => (await call(base, 'GET', lockPath(name))).body.waiters?.length === 1)
+    controller.abort()
+    assert.equal(await waiting, 'aborted')
+    await eventually('the line to empty', async () => (await call(base, 'GET', lockPath(name))).body.waiters?.length === 0)
+    await call(base, 'DELETE', `/v1/leases/${holder.body.leaseId}`)
+    assert.equal((await call(base, 'GET', lockPath(name))).status, 404, 'nobody was granted it')
+  })
+
+  it('DELETE /v1/waits/{waitId} ends a wait; the caps on waiters answer 429 with Retry-After', async () => {
+    const name = fresh('caps')
+    const holder = await call(base, 'POST', lockPath(name, '/acquire'), {})
+    const waitIds = ['aaaaaaaaaaaaaaaa1', 'aaaaaaaaaaaaaaaa2', 'aaaaaaaaaaaaaaaa3']
+    const waiting = waitIds.map((waitId) => call(base, 'POST', lockPath(name, '/acquire'), { wait: '60s', waitId }))
+    await eventually('three waiters', async () => (await call(base, 'GET', lockPath(name))).body.waiters?.length === 3)
+    const refused = await call(base, 'POST', lockPath(name, '/acquire'), { wait: '60s' })
+    assert.equal(refused.status, 429)
+    assert.equal(refused.body.error.code, 'TOO_MANY_WAITERS')
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1)
+    for (const waitId of waitIds) assert.equal((await call(base, 'DELETE', `/v1/waits/${waitId}`)).status, 204)
+    for (const answer of await Promise.all(waiting)) assert.ok(answer.status >= 400, JSON.stringify(answer.body))
+    assert.equal((await call(base, 'GET', lockPath(name))).body.waiters.length, 0)
+    assert.equal((await call(base, 'DELETE', '/v1/waits/aaaaaaaaaaaaaaaa1')).status, 404)
+    await call(base, 'DELETE', `/v1/leases/${holder.body.leaseId}`)
+  })
+
+  it('read-write locks, downgrade, semaphores, forced release', async () => {
+    const rw = fresh('rw')
+    const r1 = await call(base, 'POST', lockPath(rw, '/acquire'), { mode: 'read' })
+    const r2 = await call(base, 'POST', lockPath(rw, '/acquire'), { mode: 'read' })
+    assert.equal(r1.status, 200)
+    assert.equal(r2.status, 200)
+    assert.equal((await call(base, 'POST', lockPath(rw, '/acquire'), { mode: 'write' })).status, 409)
+    await call(base, 'DELETE', `/v1/leases/${r1.body.leaseId}`)
+    await call(base, 'DELETE', `/v1/leases/${r2.body.leaseId}`)
+    const w = await call(base, 'POST', lockPath(rw, '/acquire'), { mode: 'write' })
+    const down = await call(base, 'POST', `/v1/leases/${w.body.leaseId}/downgrade`)
+    assert.equal(down.body.mode, 'read')
+    assert.equal(down.body.token, w.body.token)
+    assert.equal((await call(base, 'POST', lockPath(rw, '/acquire'), { mode: 'read' })).status, 200)
+
+    const sem = fresh('sem')
+    const permits = [1, 2].map(() => call(base, 'POST', lockPath(sem, '/acquire'), { mode: 'permit', permits: 2 }))
+    assert.deepEqual((await Promise.all(permits)).map((p) => p.status), [200, 200])
+    assert.equal((await call(base, 'POST', lockPath(sem, '/acquire'), { mode: 'permit', permits: 2 })).status, 409)
+    const wrongSize = await call(base, 'POST', lockPath(sem, '/acquire'), { mode: 'permit', permits: 3 })
+    assert.equal(wrongSize.status, 400)
+    assert.match(wrongSize.body.error.message, /2 permits/)
+    const forced = await call(base, 'DELETE', lockPath(sem))
+    assert.deepEqual(forced.body, { released: true })
+    assert.equal((await call(base, 'GET', lockPath(sem))).status, 404)
+  })
+
+  it('list pages by cursor under a prefix', async () => {
+    const prefix = `${fresh('list')}/`
+    const leases = []
+    for (const n of ['a', 'b', 'c', 'd', 'e']) leases.push((await call(base, 'POST', lockPath(prefix + n, '/acquire'), {})).body)
+    const names: string[] = []
+    let cursor: string | undefined
+    do {
+      const page = await call(base, 'GET', `/v1/locks?prefix=${encodeURIComponent(prefix)}&limit=2${cursor ? `&cursor=${cursor}` : ''}`)
+      assert.equal(page.status, 200)
+      assert.ok(page.body.locks.length <= 2)
+      names.push(...page.body.locks.map((l: { name: string }) => l.name))
+      cursor = page.body.nextCursor
+    } while (cursor)
+    assert.deepEqual(names, ['a', 'b', 'c', 'd', 'e'].map((n) => prefix + n))
+    assert.equal((await call(base, 'GET', '/v1/locks?limit=0')).status, 400)
+    for (const lease of leases) await call(base, 'DELETE', `/v1/leases/${lease.leaseId}`)
+  })
+
+  it('server-sent events: grant, release, expire, lost, filtered by prefix, never a secret', async () => {
+    const prefix = `${fresh('events')}/`
+    let opened!: () => void
+    const open = new Promise<void>((r) => (opened = r))
+    const events = readEvents(base, `?prefix=${encodeURIComponent(prefix)}`, {}, opened, 6)
+    await open
+    await call(base, 'POST', lockPath('elsewhere/x', '/acquire'), { ttl: '1s' })
+    const a = await call(base, 'POST', lockPath(`${prefix}a`, '/acquire'), {})
+    await call(base, 'DELETE', `/v1/leases/${a.body.leaseId}`)
+    await call(base, 'POST', lockPath(`${prefix}b`, '/acquire'), { ttl: 300 })
+    const c = await call(base, 'POST', lockPath(`${prefix}c`, '/acquire'), {})
+    await call(base, 'DELETE', lockPath(`${prefix}c`))
+    const seen = await events
+    const kinds = seen.map((e) => `${e.event} ${e.data.name.slice(prefix.length)}`)
+    assert.deepEqual(kinds.slice(0, 3), ['grant a', 'release a', 'grant b'])
+    for (const kind of ['grant c', 'lost c', 'expire b']) assert.ok(kinds.includes(kind), `${kind} in ${kinds.join(', ')}`)
+    const text = JSON.stringify(seen)
+    assert.ok(!text.includes(secretOf(a.body.leaseId)) && !text.includes(secretOf(c.body.leaseId)))
+    assert.equal(seen[0]!.data.owner, a.body.owner)
+  })
+})
+
+describe('baton serve: bad input never reaches the store', () => {
+  it('unknown fields, wrong types, bad JSON, bad names and durations: 400 with a code', async () => {
+    const name = fresh('bad')
+    const cases: [string, unknown][] = [
+      [lockPath(name, '/acquire'), { ttl: '10s', colour: 'red' }],
+      [lockPath(name, '/acquire'), { ttl: true }],
+      [lockPath(name, '/acquire'), { ttl: '10 parsecs' }],
+      [lockPath(name, '/acquire'), { ttl: 5 }],
+      [lockPath(name, '/acquire'), { wait: -1 }],
+      [lockPath(name, '/acquire'), { mode: 'sideways' }],
+      [lockPath(name, '/acquire'), { mode: 'permit' }],
+      [lockPath(name, '/acquire'), { permits: 2 }],
+      [lockPath(name, '/acquire'), { fair: 'yes' }],
+      [lockPath(name, '/acquire'), '{"ttl":'],
+      [lockPath(name, '/acquire'), '[1,2,3]'],
+      [lockPath(name, '/acquire'), '{"__proto__":{"x":1}}'],
+      ['/v1/locks/a%00b/acquire', {}],
+      ['/v1/locks/brace%7Bx%7D/acquire', {}],
+      [`/v1/locks/${'x'.repeat(300)}/acquire`, {}],
+      ['/v1/leases/extend', { leases: 'nope' }],
+      ['/v1/leases/extend', {}],
+    ]
+    for (const [path, body] of cases) {
+      const answer = await call(base, 'POST', path, body)
+      assert.equal(answer.status, 400, `${path} ${JSON.stringify(body)}: ${JSON.stringify(answer.body)}`)
+      assert.equal(answer.body.error.code, 'INVALID_ARGUMENT')
+      assert.ok(answer.body.error.message.length > 10)
+    }
+    const oversize = await call(base, 'POST', lockPath(name, '/acquire'), { ttl: '10s', pad: 'x'.repeat(100_000) })
+    assert.equal(oversize.status, 413)
+    assert.equal(oversize.body.error.code, 'INVALID_ARGUMENT')
+    assert.equal((await call(base, 'GET', lockPath(name))).status, 404, 'nothing reached the store')
+  })
+
+  it('unknown lease ids: 404 for what is not a lease id, 410 or released false for one that is gone', async () => {
+    assert.equal((await call(base, 'POST', '/v1/leases/nope/extend')).status, 404)
+    assert.equal((await call(base, 'DELETE', '/v1/leases/nope')).status, 404)
+    const forged = Buffer.from(JSON.stringify([1, 'x', 0, 0, 1, 0, 0, 'abcdefgh.AAAAAAAAAAAAAAAAAAAAAA', '1', 1000])).toString('base64url')
+    assert.equal((await call(base, 'POST', `/v1/leases/${forged}/extend`)).status, 410)
+    assert.deepEqual((await call(base, 'DELETE', `/v1/leases/${forged}`)).body, { released: false })
+    assert.equal((await call(base, 'GET', '/v1/nothing')).status, 404)
+  })
+})
+
+describe('baton serve: operations', () => {
+  it('healthz, readyz, info, openapi, metrics, dashboard placeholder', async () => {
+    assert.deepEqual((await call(base, 'GET', '/healthz')).body, { ok: true })
+    assert.equal((await call(base, 'GET', '/readyz')).body.ready, true)
+    assert.equal((await call(base, 'GET', '/v1/info')).body.store, 'memory')
+    const openapi = await call(base, 'GET', '/openapi.json')
+    assert.equal(openapi.body.openapi, '3.0.3')
+    for (const path of ['/v1/locks/{name}/acquire', '/v1/leases/{leaseId}/extend', '/v1/leases/extend', '/v1/leases/{leaseId}', '/v1/locks', '/v1/locks/{name}', '/v1/events']) {
+      assert.ok(openapi.body.paths[path], `openapi has ${path}`)
+    }
+    assert.ok(openapi.body.paths['/v1/locks/{name}/acquire'].post.requestBody.content['application/json'].schema.properties.ttl)
+    const metrics = await call(base, 'GET', '/metrics')
+    for (const metric of ['baton_grants_total', 'baton_acquire_duration_seconds', 'baton_wait_seconds', 'baton_held_leases', 'baton_waiting_requests', 'baton_http_request_duration_seconds', 'baton_timeouts_total']) {
+      assert.match(metrics.body, new RegExp(metric), metric)
+    }
+    const page = await call(base, 'GET', '/')
+    assert.match(page.headers.get('content-type') ?? '', /text\/html/)
+  })
+
+  it('curl: acquire, inspect, release', async () => {
+    const name = fresh('curl')
+    const acquired = await curl(['-X', 'POST', '-H', 'content-type: application/json', '-d', '{"ttl":"30s","wait":"1s"}', base + lockPath(name, '/acquire')])
+    assert.equal(acquired.status, 200)
+    const { leaseId, token } = JSON.parse(acquired.body)
+    const inspected = await curl([base + lockPath(name)])
+    assert.equal(JSON.parse(inspected.body).holders[0].token, token)
+    const released = await curl(['-X', 'DELETE', `${base}/v1/leases/${leaseId}`])
+    assert.deepEqual(JSON.parse(released.body), { released: true })
+  })
+
+  it('SIGTERM: waiting requests get 503, the process exits', async () => {
+    const other = await startBatonServer()
+    const holder = await call(other.base, 'POST', lockPath('shutdown', '/acquire'), {})
+    assert.equal(holder.status, 200)
+    const waiting = call(other.base, 'POST', lockPath('shutdown', '/acquire'), { wait: '60s' })
+    await eventually('the waiter', async () => (await call(other.base, 'GET', lockPath('shutdown'))).body.waiters?.length === 1)
+    await other.stop()
+    const answer = await waiting
+    assert.equal(answer.status, 503)
+    assert.equal(answer.body.error.code, 'BACKEND_UNAVAILABLE')
+    assert.match(answer.body.error.message, /shutting down/)
+  })
+})

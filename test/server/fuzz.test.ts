@@ -1,0 +1,106 @@
+/**
+ * Random methods, paths, headers and bodies against a real server, bounded
+ * in count and time: never a 5xx, never a crash, and the store is intact.
+ * The seed is printed, so a failure can be replayed (BATON_FUZZ_SEED).
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { startBatonServer, type BatonServer } from '../harness/baton-server.js'
+import { ms } from '../harness/timing.js'
+import { call, lockPath } from './client.js'
+
+const COUNT = 1000
+const seed = Number(process.env.BATON_FUZZ_SEED ?? Date.now() % 1_000_000)
+
+/** mulberry32: a small seeded generator, so a run can be repeated. */
+function generator(start: number): () => number {
+  let a = start >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+let server: BatonServer
+before(async () => {
+  server = await startBatonServer()
+})
+after(() => server.stop())
+
+describe('fuzz', () => {
+  it(`random requests never get a 5xx nor crash the server (seed ${seed})`, async (t) => {
+    t.diagnostic(`seed ${seed}`)
+    const base = server.base
+    const kept = await call(base, 'POST', lockPath('fuzz/kept', '/acquire'), { ttl: '5m' })
+    assert.equal(kept.status, 200)
+    // Its lease id goes into the fuzz; `kept`'s does not, so the fuzz can not release it legitimately.
+    const toy = await call(base, 'POST', lockPath('fuzz/toy', '/acquire'), { ttl: '5m' })
+    const pid = server.pid
+    const random = generator(seed)
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!
+    const junk = (length: number) => Array.from({ length }, () => String.fromCharCode(Math.floor(random() * 0x2ff))).join('')
+    const value = (depth = 0): unknown => pick([
+      () => null, () => true, () => random() * 1e6 - 5e5, () => -1, () => 0, () => 2 ** 60, () => Number.MAX_SAFE_INTEGER,
+      () => junk(Math.floor(random() * 40)), () => pick(['10s', '0', '-5s', '1h', '999999999h', 'NaN', '', '5 m']),
+      () => (depth > 3 ? [] : Array.from({ length: Math.floor(random() * 4) }, () => value(depth + 1))),
+      () => (depth > 3 ? {} : object(depth + 1)),
+    ])()
+    const object = (depth = 0): Record<string, unknown> => Object.fromEntries(
+      Array.from({ length: Math.floor(random() * 5) }, () => [
+        pick(['ttl', 'wait', 'mode', 'permits', 'fair', 'lockDelay', 'waitId', 'leases', 'x', '__proto__', 'constructor', junk(5)]),
+        value(depth),
+      ]),
+    )
+    const segment = () => pick([
+      'fuzz%2Fa', 'fuzz/a', encodeURIComponent(junk(8)), '%', '%zz', '%00', 'x'.repeat(5000), '..', '', toy.body.leaseId,
+      Buffer.from(JSON.stringify([1, junk(3), 9, 9, -1, 2, -1, 'a.b', 'x', 0])).toString('base64url'),
+    ])
+    const path = () => pick([
+      () => `/v1/locks/${segment()}/acquire`, () => `/v1/locks/${segment()}`, () => `/v1/leases/${segment()}/extend`,
+      () => `/v1/leases/${segment()}`, () => '/v1/leases/extend', () => `/v1/leases/${segment()}/downgrade`,
+      () => `/v1/locks?prefix=${segment()}&limit=${pick(['1', '0', '-1', 'x', '99999'])}&cursor=${segment()}`,
+      () => `/v1/waits/${segment()}`, () => `/${segment()}`, () => '/metrics', () => '/readyz', () => `/v1/events?types=${segment()}`,
+    ])()
+    const body = () => pick([
+      () => undefined, () => JSON.stringify(object()), () => JSON.stringify(value()), () => junk(Math.floor(random() * 200)),
+      () => '{"ttl":', () => `{"leases":[${Array.from({ length: 50 }, () => JSON.stringify(segment())).join(',')}]}`,
+      () => '{"a":'.repeat(500), () => JSON.stringify({ pad: 'x'.repeat(70_000) }),
+    ])()
+
+    const stopAt = Date.now() + ms(60_000)
+    let sent = 0
+    for (; sent < COUNT && Date.now() < stopAt; sent++) {
+      const method = pick(['GET', 'POST', 'POST', 'POST', 'DELETE', 'PUT', 'PATCH', 'OPTIONS', 'HEAD'])
+      const payload = method === 'GET' || method === 'HEAD' ? undefined : body()
+      const headers: Record<string, string> = {}
+      if (payload !== undefined) headers['content-type'] = pick(['application/json', 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', junk(6).replace(/[^\x21-\x7e]/g, 'a')])
+      if (random() < 0.2) headers.authorization = pick(['Bearer x', 'Basic abc', junk(10).replace(/[^\x20-\x7e]/g, 'b')])
+      if (random() < 0.1) headers.accept = pick(['application/x-ndjson', 'text/event-stream', '*/*'])
+      const target = path()
+      const controller = new AbortController()
+      // A request that waits (a random "wait") is cut short: the server must cope with that too.
+      const timer = setTimeout(() => controller.abort(), ms(200))
+      try {
+        const response = await fetch(base + target, { method, headers, ...(payload === undefined ? {} : { body: payload }), signal: controller.signal })
+        await response.arrayBuffer().catch(() => {})
+        assert.ok(response.status < 500, `${method} ${target.slice(0, 200)} ${String(payload).slice(0, 200)} → ${response.status}`)
+      } catch (error) {
+        if (!controller.signal.aborted) throw error
+      } finally {
+        clearTimeout(timer)
+      }
+    }
+    t.diagnostic(`${sent} requests`)
+    assert.equal(server.pid, pid)
+    assert.deepEqual((await call(base, 'GET', '/healthz')).body, { ok: true })
+    const view = await call(base, 'GET', lockPath('fuzz/kept'))
+    assert.equal(view.body.holders.length, 1)
+    assert.equal(view.body.holders[0].token, kept.body.token)
+    assert.equal(view.body.holders[0].owner, kept.body.owner)
+    const again = await call(base, 'POST', lockPath('fuzz/other', '/acquire'), { wait: '1s' })
+    assert.equal(again.status, 200)
+  })
+})

@@ -1,0 +1,72 @@
+/** Pure parts of the server: config precedence, lease ids, the tokens file. */
+import assert from 'node:assert/strict'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { resolveServeConfig } from '../../src/cli/config.js'
+import { isBatonError } from '../../src/index.js'
+import { TokenAuth } from '../../src/server/auth.js'
+import { decodeLeaseId, encodeLeaseId, ownerDigest } from '../../src/server/lease-id.js'
+import { tempDir } from '../harness/baton-server.js'
+
+describe('serve config', () => {
+  it('flags win over BATON_* variables, which win over defaults', () => {
+    assert.deepEqual(resolveServeConfig({}, {}), { store: undefined, host: '127.0.0.1', port: 7420, dataDir: undefined, tokensFile: undefined })
+    const env = { BATON_URL: 'redis://a:1', BATON_HOST: '0.0.0.0', BATON_PORT: '8000', BATON_DATA_DIR: '/d', BATON_TOKENS_FILE: '/t' }
+    assert.deepEqual(resolveServeConfig({}, env), { store: 'redis://a:1', host: '0.0.0.0', port: 8000, dataDir: '/d', tokensFile: '/t' })
+    assert.equal(resolveServeConfig({ port: '9000', host: '::1' }, env).port, 9000)
+    assert.equal(resolveServeConfig({ port: '9000', host: '::1' }, env).host, '::1')
+    for (const port of ['x', '-1', '70000', '1.5']) assert.throws(() => resolveServeConfig({ port }, {}), (e) => isBatonError(e, 'INVALID_ARGUMENT'))
+  })
+})
+
+describe('lease ids', () => {
+  const ref = {
+    name: 'orders/42', kind: 'mutex', mode: 'exclusive', permits: 1, fair: false, lockDelayMs: 0,
+    owner: 'abcdefgh.AAAAAAAAAAAAAAAAAAAAAA', token: 12345678901234567890n, ttlMs: 30_000,
+  } as const
+  it('round-trip, tokens past 2^53 included', () => {
+    assert.deepEqual(decodeLeaseId(encodeLeaseId(ref)), ref)
+  })
+  it('anything else is not a lease id', () => {
+    const fields = JSON.parse(Buffer.from(encodeLeaseId(ref), 'base64url').toString())
+    const variants: unknown[] = [
+      [...fields.slice(0, 9)], { ...fields }, [2, ...fields.slice(1)],
+      Object.assign([...fields], { 2: 1 }), Object.assign([...fields], { 3: 2 }), Object.assign([...fields], { 4: 2 }),
+      Object.assign([...fields], { 7: 'short.owner' }), Object.assign([...fields], { 8: '-1' }), Object.assign([...fields], { 8: 1 }),
+      Object.assign([...fields], { 1: 'a\u0000b' }), Object.assign([...fields], { 9: 0 }),
+    ]
+    for (const v of variants) assert.equal(decodeLeaseId(Buffer.from(JSON.stringify(v)).toString('base64url')), null, JSON.stringify(v))
+    for (const text of ['', '!!', 'x'.repeat(2000), Buffer.from('{').toString('base64url')]) assert.equal(decodeLeaseId(text), null)
+  })
+  it('the owner digest is stable and reveals nothing of the owner', () => {
+    assert.equal(ownerDigest(ref.owner), ownerDigest(ref.owner))
+    assert.notEqual(ownerDigest(ref.owner), ownerDigest(`${ref.owner}x`))
+    assert.ok(!ref.owner.includes(ownerDigest(ref.owner)))
+  })
+})
+
+describe('tokens file', () => {
+  const file = (content: string) => {
+    const path = join(tempDir('tokens-unit'), 'tokens.json')
+    writeFileSync(path, content)
+    return path
+  }
+  it('refuses bad files with a message naming the entry, never the token', () => {
+    const secret = 'a-secret-token-of-some-length'
+    for (const content of ['nope', '{}', '[]', JSON.stringify([{ token: 'short' }]), JSON.stringify([{ token: secret, rights: ['write'] }]),
+      JSON.stringify([{ token: secret, prefixes: [] }]), JSON.stringify([{ token: secret, colour: 'red' }])]) {
+      assert.throws(() => TokenAuth.load(file(content)), (e) => isBatonError(e, 'INVALID_ARGUMENT') && !e.message.includes(secret), content)
+    }
+  })
+  it('rights imply each other; prefixes limit names', () => {
+    const auth = TokenAuth.load(file(JSON.stringify([{ token: 'admin-token-0123456789', rights: ['admin'] }, { token: 'orders-token-0123456789', prefixes: ['orders/'] }])))
+    const admin = auth.check('Bearer admin-token-0123456789')
+    assert.ok(admin.allows('read', 'x') && admin.allows('lock', 'x') && admin.allows('admin', 'x') && admin.everyName)
+    const orders = auth.check('bearer orders-token-0123456789')
+    assert.ok(orders.allows('lock', 'orders/1') && orders.allows('read', 'orders/1'))
+    assert.ok(!orders.allows('admin', 'orders/1') && !orders.allows('lock', 'users/1') && !orders.everyName)
+    assert.throws(() => auth.check(undefined))
+    assert.throws(() => auth.check('Bearer nope-nope-nope-nope'))
+  })
+})
