@@ -128,7 +128,7 @@ describe('etcd faults', () => {
   })
 
   it('bad URLs get INVALID_ARGUMENT', async () => {
-    for (const url of ['etcd://', 'etcd://127.0.0.1:2379/some/path', 'etcd://h:70000', 'etcds://127.0.0.1:1?ca=/nonexistent/ca.pem']) {
+    for (const url of ['etcd://', 'etcd://127.0.0.1:2379/some/path', 'etcd://h:70000', 'etcds://127.0.0.1:1?ca=/nonexistent/ca.pem', 'etcd://127.0.0.1:2379?colour=blue']) {
       await assert.rejects(connect(url), (e) => isBatonError(e, 'INVALID_ARGUMENT'), url)
     }
   })
