@@ -7,7 +7,7 @@ import { monotonicNow } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
 import { conflictIn, decodeEntry, encodeEntry, noLockDelay, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
 import { busyIn, newSlot, Slots, type Slot, type SlotStore } from '../sequenced/slots.js'
-import { CreateMode, ensureChroot, errorCode, Exception, ZkSession, zkFailure, zkTarget, type ZkTarget } from './session.js'
+import { CreateMode, ensureChroot, errorCode, Exception, ZkSession, zkDiagnosis, zkTarget, type ZkTarget } from './session.js'
 
 const CAPABILITIES: Capabilities = {
   // A crashed client's nodes go with its session: no phantom slot can outlive it.
@@ -126,7 +126,12 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       return false
     }
     this.slots.forget(slot)
-    await this.removeNode(slot.session, slot.id)
+    try {
+      await this.removeNode(slot.session, slot.id)
+    } catch (error) {
+      this.slots.deleteEntry(slot)
+      throw error
+    }
     return slot.held
   }
 
@@ -142,7 +147,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
         this.slots.forget(slot)
         return false
       }
-      throw zkFailure(this.target.display, error)
+      throw await zkDiagnosis(this.target, error)
     }
     this.downgraded.add(slot.id)
     slot.mode = 'read'
@@ -221,6 +226,8 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   // ---- SlotStore ----
 
   async drop(slot: ZkSlot): Promise<void> {
+    // An ended session took its ephemeral nodes with it.
+    if (slot.session.expired) return
     await this.removeNode(slot.session, slot.id)
   }
 
@@ -319,7 +326,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       try {
         return await session.create(`${parent}/${prefix}`, undefined, CreateMode.EPHEMERAL_SEQUENTIAL)
       } catch (error) {
-        if (errorCode(error) !== Exception.NO_NODE || attempt > 2) throw zkFailure(this.target.display, error)
+        if (errorCode(error) !== Exception.NO_NODE || attempt > 2) throw await zkDiagnosis(this.target, error)
       }
       await this.createParent(session, parent)
     }
@@ -327,8 +334,8 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
 
   private async createParent(session: ZkSession, parent: string): Promise<void> {
     for (const path of [ROOT, parent]) {
-      await session.create(path, undefined, CreateMode.PERSISTENT).catch((error: unknown) => {
-        if (errorCode(error) !== Exception.NODE_EXISTS) throw zkFailure(this.target.display, error)
+      await session.create(path, undefined, CreateMode.PERSISTENT).catch(async (error: unknown) => {
+        if (errorCode(error) !== Exception.NODE_EXISTS) throw await zkDiagnosis(this.target, error)
       })
     }
   }
@@ -343,7 +350,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     try {
       await session.remove(path)
     } catch (error) {
-      if (errorCode(error) !== Exception.NO_NODE) throw zkFailure(this.target.display, error)
+      if (errorCode(error) !== Exception.NO_NODE) throw await zkDiagnosis(this.target, error)
     }
   }
 
@@ -357,7 +364,9 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     let pending = this.sessions.get(requested)
     if (!pending) {
       const session = new ZkSession(this.target, requested, (s) => this.sessionExpired(requested, s), (s) => this.sessionInDoubt(s))
-      pending = session.open().then(() => session)
+      pending = session.open().then(() => session, async (error: unknown) => {
+        throw await zkDiagnosis(this.target, error)
+      })
       this.sessions.set(requested, pending)
       pending.catch(() => {
         if (this.sessions.get(requested) === pending) this.sessions.delete(requested)
@@ -395,7 +404,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     for (const slot of [...this.slots.byOwner.values()]) {
       if (slot.session !== session) continue
       this.slots.gone(slot, 'no answer from ZooKeeper for a whole session timeout (the session may have expired)')
-      this.removeNode(session, slot.id).catch(() => {})
+      this.slots.deleteEntry(slot)
     }
   }
 
@@ -403,7 +412,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     try {
       return await promise
     } catch (cause) {
-      throw zkFailure(this.target.display, cause)
+      throw await zkDiagnosis(this.target, cause)
     }
   }
 }
@@ -440,7 +449,7 @@ export const createZkDriver: DriverFactory = async (url: StoreUrl, options: Driv
     })
   } catch (error) {
     await driver.close()
-    throw zkFailure(target.display, error)
+    throw await zkDiagnosis(target, error)
   }
   return driver
 }
