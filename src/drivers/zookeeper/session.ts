@@ -207,6 +207,11 @@ export class ZkSession {
     return this.call<string[]>((done) => this.client.getChildren(path, (e, children) => done(e, children)))
   }
 
+  /** The children and the parent's own Stat (its creation zxid), in one request. */
+  childrenWithStat(path: string): Promise<{ children: string[]; stat: Stat }> {
+    return this.call((done) => this.client.getChildren(path, (e, children, stat) => done(e, { children, stat })))
+  }
+
   create(path: string, data: Buffer | undefined, mode: number): Promise<string> {
     return this.call<string>((done) => this.client.create(path, data ?? Buffer.alloc(0), (ACL as unknown as { OPEN_ACL_UNSAFE: zookeeper.ACL[] }).OPEN_ACL_UNSAFE, mode, (e, p) => done(e, p)))
   }
