@@ -15,6 +15,7 @@ import { startEtcd, startEtcdCluster, type EtcdCluster } from '../harness/etcd.j
 import { freePort } from '../harness/ports.js'
 import { stopAll } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
+import { loseAndRegainMajority } from '../harness/quorum.js'
 
 const run = promisify(execFile)
 
@@ -88,6 +89,15 @@ describe('etcd faults', () => {
     } finally {
       await leader.restart()
     }
+  })
+
+  it('two of three members killed: QUORUM_NOT_REACHED naming each member, the holder\'s signal fires; back when they return', async () => {
+    const leader = await cluster.leader()
+    await loseAndRegainMajority({
+      holderClient: await client(), otherClient: await client(),
+      killed: [leader, cluster.members.find((m) => m !== leader)!],
+      name: 'faults/majority', ttlMs: ms(3000),
+    })
   })
 
   it('etcdctl lock excludes baton, and baton gets the lock when etcdctl lets go', async () => {

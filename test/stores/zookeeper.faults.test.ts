@@ -17,6 +17,7 @@ import type { WaitEvent } from '../../src/core/events.js'
 import { freePort } from '../harness/ports.js'
 import { stopAll } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
+import { loseAndRegainMajority } from '../harness/quorum.js'
 import { startZookeeper, startZookeeperEnsemble, type ZkEnsemble } from '../harness/zookeeper.js'
 
 let ensemble: ZkEnsemble
@@ -88,6 +89,14 @@ describe('zookeeper faults', () => {
     } finally {
       await leader.restart()
     }
+  })
+
+  it('two of three servers killed: QUORUM_NOT_REACHED naming each server, the holder\'s signal fires; back when they return', async () => {
+    await loseAndRegainMajority({
+      holderClient: await client(`zk://${ensemble.hosts}`), otherClient: await client(`zk://${ensemble.hosts}`),
+      killed: ensemble.servers.slice(0, 2),
+      name: 'faults/majority', ttlMs: ms(2000),
+    })
   })
 
   it('a holder process frozen past its session: the next waiter is granted, and the holder learns on waking', async () => {

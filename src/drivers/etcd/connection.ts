@@ -3,7 +3,9 @@ import {
   Etcd3, EtcdAuthenticationFailedError, EtcdInvalidAuthTokenError, EtcdPermissionDeniedError,
   GRPCUnauthenticatedError, type IOptions,
 } from 'etcd3'
+import { noop } from 'cockatiel'
 import type { DriverOptions } from '../../core/driver.js'
+import { diagnoseFailure, type NodeHealth } from '../sequenced/quorum.js'
 import { BatonError, backendUnavailable, invalidArgument } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 
@@ -14,6 +16,10 @@ export interface EtcdTarget {
   /** Prepended to every key (`?prefix=`, default none, so keys match `etcdctl lock`). */
   readonly keyPrefix: string
   readonly display: string
+  /** The deadline of every command (and of setting up a watch). */
+  readonly commandTimeoutMs: number
+  /** How long a member may take to say how it is, when a request failed. */
+  readonly probeTimeoutMs: number
 }
 
 /**
@@ -44,7 +50,7 @@ export function etcdTarget(url: StoreUrl, options: DriverOptions): EtcdTarget {
     ...(url.username !== undefined ? { auth: { username: url.username, password: url.password ?? '' } } : {}),
     ...(tls ? caOption(url) : {}),
   }
-  return { options: etcdOptions, keyPrefix, display: url.display }
+  return { options: etcdOptions, keyPrefix, display: url.display, commandTimeoutMs: deadline, probeTimeoutMs: Math.min(deadline, 1000) }
 }
 
 function caOption(url: StoreUrl): Pick<IOptions, 'credentials'> {
@@ -66,11 +72,41 @@ export function etcdFailure(display: string, cause: unknown): BatonError {
   ) {
     return new BatonError('UNAUTHORIZED', `the etcd store at ${display} refused the user name or password in the URL (${(cause as Error).message})`, { cause })
   }
-  const message = cause instanceof Error ? cause.message : String(cause)
-  if (/no leader|leader changed|request timed out|not capable|too many requests/i.test(message)) {
-    return new BatonError('QUORUM_NOT_REACHED', `the etcd cluster at ${display} has no quorum right now (${message}); it answers again once a majority of members is up`, { cause })
-  }
   return backendUnavailable(`etcd store at ${display}`, cause)
+}
+
+/**
+ * A failed request, named by what the members say (Maintenance.Status is
+ * answered by each member alone, without a quorum): a member with no leader,
+ * or a majority of members silent, is QUORUM_NOT_REACHED with each member's
+ * answer; nobody answering is BACKEND_UNAVAILABLE.
+ */
+export async function etcdDiagnosis(target: EtcdTarget, cause: unknown): Promise<BatonError> {
+  const plain = etcdFailure(target.display, cause)
+  if (plain.code !== 'BACKEND_UNAVAILABLE') return plain
+  return diagnoseFailure(`etcd cluster at ${target.display}`, cause, () => Promise.all([target.options.hosts].flat().map((host) => memberHealth(target, host))))
+}
+
+async function memberHealth(target: EtcdTarget, host: string): Promise<NodeHealth> {
+  const node = host.replace(/^https?:\/\//, '')
+  // One member, one try: the client's retries across members would hide which one answered.
+  const client = new Etcd3({
+    ...target.options,
+    hosts: [host],
+    dialTimeout: target.probeTimeoutMs,
+    defaultCallOptions: () => ({ deadline: Date.now() + target.probeTimeoutMs }),
+    faultHandling: { host: () => noop, global: noop },
+  })
+  try {
+    const status = await client.maintenance.status()
+    const errors = (status as { errors?: string[] }).errors ?? []
+    if (status.leader === '0' || errors.length > 0) return { node, state: 'no-quorum', detail: `up, ${errors.join(', ') || 'no leader'}` }
+    return { node, state: 'serving', detail: `up, leader ${BigInt(status.leader).toString(16)}` }
+  } catch (error) {
+    return { node, state: 'down', detail: `no answer (${error instanceof Error ? error.message : String(error)})` }
+  } finally {
+    client.close()
+  }
 }
 
 /** Opens a client and proves it can talk (and authenticate) within the connect timeout. */
@@ -87,7 +123,7 @@ export async function openEtcd(target: EtcdTarget, timeoutMs: number): Promise<E
     return client
   } catch (cause) {
     client.close()
-    throw etcdFailure(target.display, cause)
+    throw await etcdDiagnosis(target, cause)
   } finally {
     clearTimeout(timer)
   }

@@ -7,7 +7,7 @@ import { monotonicNow } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
 import { blockersOf, conflictIn, decodeEntry, encodeEntry, noLockDelay, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
 import { busyIn, newSlot, Slots, type Slot, type SlotStore } from '../sequenced/slots.js'
-import { etcdFailure, etcdTarget, openEtcd, type EtcdTarget } from './connection.js'
+import { etcdDiagnosis, etcdTarget, openEtcd, type EtcdTarget } from './connection.js'
 
 const CAPABILITIES: Capabilities = {
   // Expiry of a crashed client's keys is etcd's lease expiry: no phantom slot can outlive it.
@@ -143,7 +143,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     if (noDelay) return { status: 'conflict', detail: noDelay }
 
     const watch = this.watchName(request.name)
-    await this.guard(watch.ready)
+    await this.guard(this.watchReady(request.name, watch))
     const lease = await this.leaseFor(request.ttlMs)
     const key = `${this.linePrefix(request.name)}${lease.hex}.${request.owner.slice(this.clientId.length + 1)}`
     const value = encodeEntry(request)
@@ -215,7 +215,12 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
       return false
     }
     this.slots.forget(slot)
-    await this.deleteKeys([slot.id])
+    try {
+      await this.deleteKeys([slot.id])
+    } catch (error) {
+      this.slots.deleteEntry(slot)
+      throw error
+    }
     return slot.held
   }
 
@@ -308,6 +313,8 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   // ---- SlotStore ----
 
   async drop(slot: EtcdSlot): Promise<void> {
+    // A lease this client no longer keeps took its keys with it.
+    if (this.leases.get(slot.lease.seconds) !== slot.lease) return
     await this.deleteKeys([slot.id])
   }
 
@@ -370,11 +377,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     const watch = this.names.get(slot.name)
     if (!watch) return
     watch.slots.delete(slot)
-    if (watch.slots.size === 0 && !this.closed) {
-      clearTimeout(watch.linger)
-      watch.linger = setTimeout(() => this.unwatchName(slot.name, watch), NAME_WATCH_LINGER_MS)
-      watch.linger.unref()
-    }
+    if (watch.slots.size === 0) this.lingerThenUnwatch(slot.name, watch)
   }
 
   // ---- line reading ----
@@ -462,6 +465,30 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     return watch
   }
 
+  /**
+   * The name's watch, within the command timeout: etcd3 re-opens a broken
+   * watch stream with a backoff of up to 30 s and has no deadline for it.
+   * A watch that comes late stays for the next attempt, or goes after the
+   * usual linger when nobody uses it.
+   */
+  private watchReady(name: string, watch: NameWatch): Promise<Watcher> {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        if (watch.slots.size === 0) this.lingerThenUnwatch(name, watch)
+        reject(new Error(`the watch of "${name}" was not set up within ${this.target.commandTimeoutMs} ms`))
+      }, this.target.commandTimeoutMs)
+    })
+    return Promise.race([watch.ready, late]).finally(() => clearTimeout(timer))
+  }
+
+  private lingerThenUnwatch(name: string, watch: NameWatch): void {
+    if (this.closed) return
+    clearTimeout(watch.linger)
+    watch.linger = setTimeout(() => this.unwatchName(name, watch), NAME_WATCH_LINGER_MS)
+    watch.linger.unref()
+  }
+
   private unwatchName(name: string, watch: NameWatch): void {
     if (watch.slots.size > 0 || this.names.get(name) !== watch) return
     this.names.delete(name)
@@ -482,7 +509,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
       await lease.ready
     } catch (cause) {
       if (this.leases.get(seconds) === lease) this.leases.delete(seconds)
-      throw etcdFailure(this.target.display, cause)
+      throw await etcdDiagnosis(this.target, cause)
     }
     return lease
   }
@@ -503,7 +530,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     try {
       return await promise
     } catch (cause) {
-      throw etcdFailure(this.target.display, cause)
+      throw await etcdDiagnosis(this.target, cause)
     }
   }
 }
@@ -539,6 +566,6 @@ export const createEtcdDriver: DriverFactory = async (url: StoreUrl, options: Dr
     return new EtcdDriver(client, target, options.clientId, idle)
   } catch (cause) {
     client.close()
-    throw etcdFailure(target.display, cause)
+    throw await etcdDiagnosis(target, cause)
   }
 }

@@ -30,7 +30,11 @@ export interface Slot {
 }
 
 export interface SlotStore<S extends Slot> {
-  /** Deletes the slot's entry in the store (best effort; the session or lease ends it otherwise). */
+  /**
+   * Deletes the slot's entry in the store. Resolves once it is surely gone
+   * (deleted, or its lease/session ended); rejects when the store did not
+   * answer, and is then called again later.
+   */
   drop(slot: S): Promise<void>
   /** The line of `slot`'s name as the store has it now, with a store-specific read marker. */
   readLine(slot: S): Promise<{ line: LineEntry[]; marker: unknown }>
@@ -45,6 +49,9 @@ export interface SlotStore<S extends Slot> {
 export class Slots<S extends Slot> {
   readonly byOwner = new Map<string, S>()
   private readonly wakes = new Map<string, (wake: Wake) => void>()
+  /** Deletes waiting to be tried again (the store did not answer). */
+  private readonly retries = new Set<NodeJS.Timeout>()
+  private closed = false
 
   constructor(private readonly store: SlotStore<S>) {}
 
@@ -93,7 +100,26 @@ export class Slots<S extends Slot> {
   drop(slot: S): void {
     if (this.byOwner.get(slot.owner) !== slot) return
     this.forget(slot)
-    this.store.drop(slot).catch(() => {})
+    this.deleteEntry(slot)
+  }
+
+  /**
+   * Deletes the entry of a slot this client gave up, again and again while
+   * the store does not answer: an entry left behind by a failed delete would
+   * hold its place (a ghost holder nobody releases) for as long as this
+   * client keeps its lease or session alive, e.g. once a lost majority is back.
+   */
+  deleteEntry(slot: S, delayMs = 250): void {
+    if (this.closed) return
+    this.store.drop(slot).catch(() => {
+      if (this.closed) return
+      const timer = setTimeout(() => {
+        this.retries.delete(timer)
+        this.deleteEntry(slot, Math.min(delayMs * 2, 5000))
+      }, delayMs)
+      timer.unref()
+      this.retries.add(timer)
+    })
   }
 
   forget(slot: S): void {
@@ -162,6 +188,9 @@ export class Slots<S extends Slot> {
     const all = [...this.byOwner.values()]
     for (const slot of all) this.forget(slot)
     this.wakes.clear()
+    this.closed = true
+    for (const timer of this.retries) clearTimeout(timer)
+    this.retries.clear()
     return all.filter((s) => !s.held)
   }
 }

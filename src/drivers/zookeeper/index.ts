@@ -7,7 +7,7 @@ import { monotonicNow } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
 import { conflictIn, decodeEntry, encodeEntry, noLockDelay, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
 import { busyIn, newSlot, Slots, type Slot, type SlotStore } from '../sequenced/slots.js'
-import { CreateMode, ensureChroot, errorCode, Exception, ZkSession, zkFailure, zkTarget, type ZkTarget } from './session.js'
+import { CreateMode, ensureChroot, errorCode, Exception, ZkSession, zkDiagnosis, zkTarget, type ZkTarget } from './session.js'
 
 const CAPABILITIES: Capabilities = {
   // A crashed client's nodes go with its session: no phantom slot can outlive it.
@@ -70,10 +70,12 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       }
     }
     const parent = parentOf(request.name)
-    const path = (request.retry ? await this.findOwn(session, parent, request.owner) : undefined) ??
-      await this.createEntry(session, parent, `${encodeEntry(request)}-`)
-    const [children, stat] = await this.guard(Promise.all([session.children(parent), session.exists(path, this.ownWatch(request.owner, path))]))
-    if (!stat) return { status: 'busy', retryAfterMs: 1 } // removed at once (forced): try again
+    const found = request.retry ? await this.findOwn(session, parent, request.owner) : undefined
+    const { path, children, parentStat } = found
+      ? { path: found, ...await this.readParent(session, parent) }
+      : await this.createEntry(session, parent, `${encodeEntry(request)}-`)
+    const own = path.slice(parent.length + 1)
+    if (!children.includes(own)) return { status: 'busy', retryAfterMs: 1 } // removed at once (forced): try again
     const line = this.parseLine(parent, children)
     const conflict = conflictIn(line, request)
     if (conflict) {
@@ -82,9 +84,10 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     }
     const slot = newSlot<ZkSlot>({
       owner: request.owner, name: request.name, id: path, kind: request.kind, mode: request.mode,
-      permits: request.permits, token: zxidOf(stat), ttlMs: request.ttlMs, session,
+      permits: request.permits, token: tokenOf(parentStat, own), ttlMs: request.ttlMs, session,
     })
     this.adopt(slot)
+    this.watchOwn(slot)
     const placed = this.slots.place(slot, line, undefined)
     if (placed === 'granted') return this.slots.granted(slot)
     if (!request.enqueue || placed === undefined) {
@@ -126,7 +129,12 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       return false
     }
     this.slots.forget(slot)
-    await this.removeNode(slot.session, slot.id)
+    try {
+      await this.removeNode(slot.session, slot.id)
+    } catch (error) {
+      this.slots.deleteEntry(slot)
+      throw error
+    }
     return slot.held
   }
 
@@ -142,7 +150,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
         this.slots.forget(slot)
         return false
       }
-      throw zkFailure(this.target.display, error)
+      throw await zkDiagnosis(this.target, error)
     }
     this.downgraded.add(slot.id)
     slot.mode = 'read'
@@ -156,7 +164,8 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   async inspect(name: string): Promise<LockInfo | null> {
     const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
     const parent = parentOf(name)
-    const children = await this.guard(session.children(parent).catch((e: unknown) => (errorCode(e) === Exception.NO_NODE ? [] : Promise.reject(e))))
+    const { children, stat: parentStat } = await this.guard(session.childrenWithStat(parent)
+      .catch((e: unknown) => (errorCode(e) === Exception.NO_NODE ? { children: [] as string[], stat: undefined } : Promise.reject(e))))
     const stats = new Map<string, Stat>()
     await this.guard(Promise.all(children.map(async (child) => {
       const stat = await session.exists(`${parent}/${child}`)
@@ -164,7 +173,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     })))
     for (const [path, stat] of stats) if (stat.dataLength > 0) this.downgraded.add(path)
     const line = this.parseLine(parent, children.filter((c) => stats.has(`${parent}/${c}`)))
-      .map((e) => ({ ...e, token: zxidOf(stats.get(e.id)!) }))
+      .map((e) => ({ ...e, token: tokenOf(parentStat!, e.id.slice(parent.length + 1)) }))
     if (line.length === 0) return null
     const holders = holdersIn(line)
     const wall = Date.now()
@@ -221,6 +230,8 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   // ---- SlotStore ----
 
   async drop(slot: ZkSlot): Promise<void> {
+    // An ended session took its ephemeral nodes with it.
+    if (slot.session.expired) return
     await this.removeNode(slot.session, slot.id)
   }
 
@@ -314,21 +325,45 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     return line.sort((a, b) => a.sequence - b.sequence).map((l) => l.entry)
   }
 
-  private async createEntry(session: ZkSession, parent: string, prefix: string): Promise<string> {
+  /**
+   * Creates the entry and reads the line in one round trip: ZooKeeper runs a
+   * session's requests in the order sent, so the read, sent right behind the
+   * create, sees the new node.
+   */
+  private async createEntry(session: ZkSession, parent: string, prefix: string): Promise<{ path: string; children: string[]; parentStat: Stat }> {
     for (let attempt = 0; ; attempt++) {
+      const created = session.create(`${parent}/${prefix}`, undefined, CreateMode.EPHEMERAL_SEQUENTIAL)
+      const read = session.childrenWithStat(parent)
       try {
-        return await session.create(`${parent}/${prefix}`, undefined, CreateMode.EPHEMERAL_SEQUENTIAL)
+        const path = await created
+        const { children, stat } = await read
+        return { path, children, parentStat: stat }
       } catch (error) {
-        if (errorCode(error) !== Exception.NO_NODE || attempt > 2) throw zkFailure(this.target.display, error)
+        read.catch(() => {})
+        if (errorCode(error) !== Exception.NO_NODE || attempt > 2) throw await zkDiagnosis(this.target, error)
       }
       await this.createParent(session, parent)
     }
   }
 
+  private async readParent(session: ZkSession, parent: string): Promise<{ children: string[]; parentStat: Stat }> {
+    const { children, stat } = await this.guard(session.childrenWithStat(parent))
+    return { children, parentStat: stat }
+  }
+
+  /** Arms the watch that tells a holder of a forced release; sent after the grant, not waited for. */
+  private watchOwn(slot: ZkSlot): void {
+    slot.session.exists(slot.id, this.ownWatch(slot.owner, slot.id)).then((stat) => {
+      if (!stat && this.slots.get(slot.owner) === slot) this.slots.gone(slot, 'the store dropped it (released by force)')
+    }, () => {
+      // No answer: the session's heartbeat and doubt timer take over.
+    })
+  }
+
   private async createParent(session: ZkSession, parent: string): Promise<void> {
     for (const path of [ROOT, parent]) {
-      await session.create(path, undefined, CreateMode.PERSISTENT).catch((error: unknown) => {
-        if (errorCode(error) !== Exception.NODE_EXISTS) throw zkFailure(this.target.display, error)
+      await session.create(path, undefined, CreateMode.PERSISTENT).catch(async (error: unknown) => {
+        if (errorCode(error) !== Exception.NODE_EXISTS) throw await zkDiagnosis(this.target, error)
       })
     }
   }
@@ -343,7 +378,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     try {
       await session.remove(path)
     } catch (error) {
-      if (errorCode(error) !== Exception.NO_NODE) throw zkFailure(this.target.display, error)
+      if (errorCode(error) !== Exception.NO_NODE) throw await zkDiagnosis(this.target, error)
     }
   }
 
@@ -357,7 +392,9 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     let pending = this.sessions.get(requested)
     if (!pending) {
       const session = new ZkSession(this.target, requested, (s) => this.sessionExpired(requested, s), (s) => this.sessionInDoubt(s))
-      pending = session.open().then(() => session)
+      pending = session.open().then(() => session, async (error: unknown) => {
+        throw await zkDiagnosis(this.target, error)
+      })
       this.sessions.set(requested, pending)
       pending.catch(() => {
         if (this.sessions.get(requested) === pending) this.sessions.delete(requested)
@@ -395,7 +432,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     for (const slot of [...this.slots.byOwner.values()]) {
       if (slot.session !== session) continue
       this.slots.gone(slot, 'no answer from ZooKeeper for a whole session timeout (the session may have expired)')
-      this.removeNode(session, slot.id).catch(() => {})
+      this.slots.deleteEntry(slot)
     }
   }
 
@@ -403,7 +440,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     try {
       return await promise
     } catch (cause) {
-      throw zkFailure(this.target.display, cause)
+      throw await zkDiagnosis(this.target, cause)
     }
   }
 }
@@ -421,8 +458,21 @@ function nameOf(segment: string): string | undefined {
   }
 }
 
-function zxidOf(stat: Stat): bigint {
-  return stat.czxid.readBigInt64BE(0)
+/**
+ * The fencing token of entry `child`: its parent's creation zxid plus its
+ * sequence number, known from the create's reply and the line read without
+ * an extra request. Strictly increasing for the name:
+ * - within one parent, sequence numbers increase in creation order;
+ * - the sequence is the parent's cversion at the create, and every step of
+ *   the cversion was a child create or delete in that parent, each a
+ *   transaction with its own zxid after the parent's creation zxid p. So an
+ *   entry with sequence k has p + k < its own creation zxid <= the last zxid
+ *   of that parent; a parent made again after it was removed (empty, so
+ *   holding nothing) has a creation zxid p' above every zxid before it, so
+ *   p' + 0 > p + k for every earlier entry. zxids never go back.
+ */
+function tokenOf(parentStat: Stat, child: string): bigint {
+  return parentStat.czxid.readBigInt64BE(0) + BigInt(SEQUENCE.exec(child)![1]!)
 }
 
 export const createZkDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
@@ -440,7 +490,7 @@ export const createZkDriver: DriverFactory = async (url: StoreUrl, options: Driv
     })
   } catch (error) {
     await driver.close()
-    throw zkFailure(target.display, error)
+    throw await zkDiagnosis(target, error)
   }
   return driver
 }

@@ -1,9 +1,11 @@
+import { connect as connectTcp } from 'node:net'
 import zookeeper, { type Client, type Event, type Stat } from 'node-zookeeper-client'
 import type { DriverOptions } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
 import { safetyMarginMs } from '../../core/margin.js'
 import { BatonError, backendUnavailable, invalidArgument } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
+import { diagnoseFailure, type NodeHealth } from '../sequenced/quorum.js'
 
 const DEFAULT_PORT = 2181
 export const { Exception, CreateMode, ACL } = zookeeper
@@ -11,6 +13,8 @@ export const { Exception, CreateMode, ACL } = zookeeper
 export interface ZkTarget {
   /** `h1:p,h2:p[/chroot]` for the client library. */
   readonly connectionString: string
+  /** Every server of the URL, asked how it is when a request fails. */
+  readonly servers: readonly { readonly host: string; readonly port: number }[]
   /** '' or '/app/locks': made at connect when missing, as Curator's namespace is. */
   readonly chroot: string
   readonly username?: string
@@ -33,6 +37,7 @@ export function zkTarget(url: StoreUrl, options: DriverOptions): ZkTarget {
   }
   return {
     chroot,
+    servers: url.hosts.map((h) => ({ host: h.host, port: h.port ?? DEFAULT_PORT })),
     connectionString: url.hosts.map((h) => `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port ?? DEFAULT_PORT}`).join(',') + chroot,
     ...(url.username !== undefined ? { username: url.username, password: url.password ?? '' } : {}),
     display: url.display,
@@ -48,6 +53,40 @@ export function zkFailure(display: string, cause: unknown): BatonError {
     return new BatonError('UNAUTHORIZED', `the ZooKeeper ensemble at ${display} refused access with the identity in the URL (${String(cause)})`, { cause })
   }
   return backendUnavailable(`ZooKeeper ensemble at ${display}`, cause)
+}
+
+/**
+ * A failed request, named by what the servers say to `srvr` (the one
+ * four-letter word ZooKeeper allows by default): a server that is up but "not
+ * currently serving requests" has lost its quorum; nobody answering at all is
+ * BACKEND_UNAVAILABLE.
+ */
+export async function zkDiagnosis(target: ZkTarget, cause: unknown): Promise<BatonError> {
+  const plain = zkFailure(target.display, cause)
+  if (plain.code !== 'BACKEND_UNAVAILABLE') return plain
+  return diagnoseFailure(`ZooKeeper ensemble at ${target.display}`, cause, () => Promise.all(target.servers.map((s) => serverHealth(s, Math.min(target.commandTimeoutMs, 1000)))))
+}
+
+function serverHealth(server: { host: string; port: number }, timeoutMs: number): Promise<NodeHealth> {
+  const node = `${server.host.includes(':') ? `[${server.host}]` : server.host}:${server.port}`
+  return new Promise((resolve) => {
+    const socket = connectTcp({ host: server.host, port: server.port })
+    let text = ''
+    const timer = setTimeout(() => socket.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+    socket.on('connect', () => socket.write('srvr'))
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString()))
+    socket.on('close', () => {
+      clearTimeout(timer)
+      const mode = /Mode: (\w+)/.exec(text)?.[1]
+      if (mode) resolve({ node, state: 'serving', detail: `up, ${mode}` })
+      else if (/not currently serving/i.test(text)) resolve({ node, state: 'no-quorum', detail: 'up, not serving requests (ZooKeeperServer not running: no quorum)' })
+      else if (text !== '') resolve({ node, state: 'serving', detail: `up (${text.trim().slice(0, 80)})` })
+    })
+    socket.on('error', (error) => {
+      clearTimeout(timer)
+      resolve({ node, state: 'down', detail: `no answer (${error.message})` })
+    })
+  })
 }
 
 export function errorCode(error: unknown): number | undefined {
@@ -99,7 +138,7 @@ export class ZkSession {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.client.close()
-        reject(backendUnavailable(`ZooKeeper ensemble at ${this.target.display}`, new Error(`no session within ${this.target.connectTimeoutMs} ms`)))
+        reject(new Error(`no session within ${this.target.connectTimeoutMs} ms`))
       }, this.target.connectTimeoutMs)
       this.client.once('connected', () => {
         clearTimeout(timer)
@@ -166,6 +205,11 @@ export class ZkSession {
 
   children(path: string): Promise<string[]> {
     return this.call<string[]>((done) => this.client.getChildren(path, (e, children) => done(e, children)))
+  }
+
+  /** The children and the parent's own Stat (its creation zxid), in one request. */
+  childrenWithStat(path: string): Promise<{ children: string[]; stat: Stat }> {
+    return this.call((done) => this.client.getChildren(path, (e, children, stat) => done(e, { children, stat })))
   }
 
   create(path: string, data: Buffer | undefined, mode: number): Promise<string> {
