@@ -35,6 +35,8 @@ export const kindOf = (mode: HoldMode): LockKind => (mode === 'exclusive' ? 'mut
  */
 export class EventHub {
   private readonly listeners = new Set<(event: PublicEvent) => void>()
+  /** Metrics: told the type, store, kind and wait only, so the hot path computes no owner digest for them. */
+  private readonly counters = new Set<(type: PublicEventType, store: string, kind: LockKind, waitedMs: number | undefined) => void>()
   private readonly subscriptions: [string, (message: unknown) => void][] = []
 
   constructor(private readonly clientId: string, private readonly inspect: (name: string) => Promise<{ holders: { owner: string; expiresAt: number }[] } | null>) {
@@ -54,6 +56,11 @@ export class EventHub {
     })
   }
 
+  count(counter: (type: PublicEventType, store: string, kind: LockKind, waitedMs: number | undefined) => void): () => void {
+    this.counters.add(counter)
+    return () => this.counters.delete(counter)
+  }
+
   subscribe(listener: (event: PublicEvent) => void): () => void {
     this.listeners.add(listener)
     return () => this.listeners.delete(listener)
@@ -62,6 +69,7 @@ export class EventHub {
   close(): void {
     for (const [channel, handler] of this.subscriptions) diagnostics_channel.unsubscribe(channel, handler)
     this.listeners.clear()
+    this.counters.clear()
   }
 
   /**
@@ -71,7 +79,7 @@ export class EventHub {
    * store confirms the owner no longer holds the name.
    */
   private confirmExpiry(event: HoldEvent, checksLeft = 3, delayMs = EXPIRY_CHECK_MS): void {
-    if (this.listeners.size === 0) return
+    if (this.listeners.size === 0 && this.counters.size === 0) return
     const timer = setTimeout(() => {
       this.inspect(event.name).then(
         (view) => {
@@ -94,6 +102,7 @@ export class EventHub {
   }
 
   private emit(type: PublicEventType, event: HoldEvent, waitedMs?: number): void {
+    for (const counter of this.counters) counter(type, event.store, kindOf(event.mode), waitedMs)
     if (this.listeners.size === 0) return
     const out: PublicEvent = {
       type, name: event.name, kind: kindOf(event.mode), owner: ownerDigest(event.owner), token: event.token.toString(),
