@@ -10,6 +10,7 @@ import { memoryStore } from './memory-store.js'
 import { memory } from './memory.js'
 import { parallel } from './parallel.js'
 import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
+import { redlockScenario } from './redlock.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
 import { server } from './server.js'
@@ -23,5 +24,5 @@ export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
   fairHandoff, fairCommands, rwlockReaders, semaphore,
   pgUncontended, pgHandoff, pgStatements,
-  ...consensusScenarios, server, cliStartup, dashboard,
+  ...consensusScenarios, server, redlockScenario, cliStartup, dashboard,
 ]
