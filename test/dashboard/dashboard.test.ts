@@ -121,7 +121,9 @@ describe('dashboard', () => {
     await page.locator('#auth button').click()
     await page.locator('#conn[data-state="live"]').waitFor({ timeout: ms(10_000) })
     await page.locator('#prefix').fill('bulk/')
-    await page.waitForFunction(() => (globalThis as any).document.getElementById('page-info').textContent.includes('of 10,000'), undefined, { timeout: ms(60_000) })
+    // The server reads every lock for each page of its list: ten full reads of
+    // 10,000 locks, slow when other test files load the machine.
+    await page.waitForFunction(() => (globalThis as any).document.getElementById('page-info').textContent.includes('of 10,000'), undefined, { timeout: ms(180_000) })
     assert.match(await page.locator('#page-info').innerText(), /^1–50 of 10,000 · page 1\/200$/)
     assert.equal(await page.locator('#locks tbody tr').count(), 50)
     assert.equal(await page.locator('#locks tbody tr').first().getAttribute('data-name'), 'bulk/00000')
