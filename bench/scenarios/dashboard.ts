@@ -88,7 +88,7 @@ export const dashboard: Scenario = {
       await firstPage.json()
       const firstPageMs = performance.now() - listStarted
       const firstRenders: number[] = []
-      for (let load = 0; load < ctx.pick(3, 1); load++) {
+      for (let load = 0; load < ctx.pick(2, 1); load++) {
         await page.goto(server.base)
         await page.waitForFunction(() => (globalThis as any).batonDashboard?.firstRenderMs !== undefined, undefined, { timeout: 30_000 })
         firstRenders.push((await state()).firstRenderMs!)

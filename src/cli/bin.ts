@@ -19,10 +19,22 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
 /** `baton serve` keeps its own parsing (src/cli/commands/serve.ts); this adapts it to the table. */
 function serveCommand(module: typeof import('./commands/serve.js')): Command {
   const usage = `usage:\n${module.SERVE_USAGE}`
+  const help = `${usage}
+
+The dashboard is at / of the server; the API is described at /openapi.json.
+
+examples:
+  baton serve                                         # embedded store, 127.0.0.1:7420
+  baton serve --store redis://10.0.0.5:6379 --host 0.0.0.0
+  baton serve --tokens /etc/baton/tokens.json --data-dir /var/lib/baton`
   return {
     usage,
-    help: usage,
-    main: (args) => (args.includes('--help') || args.includes('-h') ? (print(usage), Promise.resolve(EXIT.ok)) : module.serve(args, print)),
+    help,
+    async main(args) {
+      if (!args.includes('--help') && !args.includes('-h')) return module.serve(args, print)
+      print(help)
+      return EXIT.ok
+    },
   }
 }
 
@@ -51,8 +63,12 @@ async function main(argv: string[]): Promise<number> {
   try {
     return await command.main(rest)
   } catch (error) {
-    if (!(error instanceof UsageError) && !isBatonError(error, 'INVALID_ARGUMENT')) throw error
-    const message = error.message.replace(/^baton: /, '')
+    // serve parses with util.parseArgs itself: its parse errors are usage errors too.
+    const parseError = (error as { code?: unknown }).code?.toString().startsWith('ERR_PARSE_ARGS')
+    if (!(error instanceof UsageError) && !isBatonError(error, 'INVALID_ARGUMENT') && !parseError) throw error
+    const text = (error as Error).message.replace(/^baton: /, '')
+    // parseArgs goes on about `--` tricks after its first sentence.
+    const message = parseError ? text.split('. ')[0]! : text
     console.error(`baton ${name}: ${message}\n\n${command.usage}\n\nRun "baton ${name} --help" for more.`)
     return EXIT.usage
   }

@@ -124,11 +124,11 @@ describe('baton bench', () => {
 })
 
 describe('baton --help and usage errors', () => {
-  for (const command of ['run', 'ls', 'inspect', 'release', 'bench', 'demo']) {
+  for (const command of ['run', 'ls', 'inspect', 'release', 'bench', 'demo', 'serve']) {
     it(`${command} --help shows usage, options and an example`, async () => {
       const result = await baton([command, '--help'], {})
       assert.equal(result.code, 0)
-      assert.match(result.stdout, new RegExp(`^usage: baton ${command}`))
+      assert.match(result.stdout, new RegExp(`^usage:\\s+baton ${command}`))
       assert.match(result.stdout, /examples?:\n/)
     })
   }
@@ -149,6 +149,7 @@ describe('baton --help and usage errors', () => {
     [['inspect'], /^baton inspect: missing the lock name$/m],
     [['inspect', 'a', 'b'], /^baton inspect: unexpected argument "b"$/m],
     [['ls', '--prefix'], /^baton ls: Option '--prefix <value>' argument missing$/m],
+    [['serve', '--bogus'], /^baton serve: Unknown option '--bogus'$/m],
     [['nosuch'], /^baton: unknown command "nosuch"/],
   ]
   for (const [args, message] of usageErrors) {
@@ -156,7 +157,7 @@ describe('baton --help and usage errors', () => {
       const result = await baton(args, { BATON_URL: redis.url })
       assert.equal(result.code, 2, result.stderr)
       assert.match(result.stderr, message)
-      assert.match(result.stderr, /usage: baton/)
+      assert.match(result.stderr, /usage:\s+baton/)
     })
   }
 })
