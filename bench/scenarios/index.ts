@@ -1,6 +1,8 @@
 import type { Scenario } from '../types.js'
+import { cliStartup } from './cli-startup.js'
 import { commands } from './commands.js'
 import { consensusScenarios } from './consensus.js'
+import { dashboard } from './dashboard.js'
 import { fairCommands } from './fair-commands.js'
 import { fairHandoff } from './fair-handoff.js'
 import { handoff } from './handoff.js'
@@ -22,5 +24,5 @@ export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
   fairHandoff, fairCommands, rwlockReaders, semaphore,
   pgUncontended, pgHandoff, pgStatements,
-  ...consensusScenarios, server, redlockScenario,
+  ...consensusScenarios, server, redlockScenario, cliStartup, dashboard,
 ]
