@@ -5,7 +5,7 @@ import type {
 import { monotonicNow } from '../../core/clock.js'
 import { BatonError } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
-import { createRedisDriver, type RedisDriver } from '../redis/index.js'
+import { createRedisDriver, memberOf, type RedisDriver } from '../redis/index.js'
 import { lockKeys, wakeChannelPrefix } from '../redis/keys.js'
 import { answeredAll, driftMs, describeFailure, gather, majorityOf, validityMs, type Answer, type NodeCall } from './quorum.js'
 import { Line, type LinePlace, type LineSpot } from './line.js'
@@ -22,8 +22,8 @@ import { parseRedlockUrl, type RedlockSettings } from './settings.js'
  * and N hand-overs to N different heads would leave nobody with a majority).
  * Instead one line decides the order: it lives on the *line node*, the first
  * node of the URL that answers (scripts/redlock-line.lua). A release frees the
- * name on every node and then, on the line node, wakes the head of the line
- * only; the head asks every node and, the name being free, gets them all.
+ * name on every node and, on the line node in the same script, wakes the
+ * head of the line only (and only when the line is not empty); the head asks every node and, the name being free, gets them all.
  * Waiters behind the head are not woken and send nothing but a refresh of
  * their line entry every ttl/3, so a hand-over costs the same whatever the
  * number of waiters.
@@ -351,11 +351,14 @@ export class RedlockDriver implements Driver {
       if (!driver) return node.unreachable()
       return () => {
         const token = tokens[i]
-        const done = driver.release(token === undefined ? withoutToken(spec) : { ...withoutToken(spec), token })
-        if (node === lineNode) {
-          if (leave) this.line.leave(driver, spec).catch(() => {})
-          if (wake) this.line.wake(driver, spec.name).catch(() => {})
-        }
+        const hold = token === undefined ? undefined : { ...withoutToken(spec), token }
+        if (node !== lineNode) return driver.release(hold ?? withoutToken(spec))
+        if (leave) this.line.leave(driver, spec).catch(() => {})
+        // The line node releases and wakes the head in one call, and only
+        // wakes when someone waits (the script looks at the line).
+        if (wake && hold) return this.line.release(driver, spec.name, memberOf(hold))
+        const done = driver.release(hold ?? withoutToken(spec))
+        if (wake) this.line.wake(driver, spec.name).catch(() => {})
         return done
       }
     })
