@@ -67,6 +67,8 @@ const REFUSED: Partial<Record<LockSpec['kind'], string>> = {
 /** What this client keeps about one of its holds: each node's own token (a node's hold member carries it). */
 interface HoldState {
   readonly tokens: (bigint | undefined)[]
+  /** The lease's token, once granted. */
+  token?: bigint
 }
 
 export class RedlockDriver implements Driver {
@@ -137,7 +139,14 @@ export class RedlockDriver implements Driver {
       const driver = node.driver
       if (!driver) return node.unreachable()
       return () => driver.acquire(nodeRequest).then((result) => {
-        if (result.status === 'granted') state.tokens[i] = result.token
+        if (result.status !== 'granted') return result
+        // A grant after the lease was taken on a majority (a straggler)
+        // joins the hold when its token is not above the lease's, and is
+        // given back at once otherwise, so every node's hold of this lease
+        // carries a token ≤ the lease's and inspect() reads the lease's
+        // token as their highest.
+        if (state.token !== undefined && result.token > state.token) driver.release({ ...withoutToken(request), token: result.token }).catch(() => {})
+        else state.tokens[i] = result.token
         return result
       })
     })
@@ -153,6 +162,7 @@ export class RedlockDriver implements Driver {
     if (granted >= this.majority && validity > 0 && !yields) {
       let token = 0n
       for (const t of state.tokens) if (t !== undefined && t > token) token = t
+      state.token = token
       this.raiseTokens(request.name, state.tokens, token)
       this.holds.set(request.owner, state)
       if (this.spots.delete(request.owner)) this.leaveLine(request)
@@ -205,10 +215,18 @@ export class RedlockDriver implements Driver {
   }
 
   /**
-   * The attempt failed for sure, and it is known whether for contention or
-   * an outage. A success waits for every node (up to the per-node timeout),
-   * so the lease's token is the highest that any node drew for it, as
-   * inspect() shows.
+   * The outcome is known: a majority of counted nodes granted (the lease is
+   * taken without waiting for the others: on a loaded machine the slowest
+   * of N processes sets the latency), or the attempt failed for sure and it
+   * is known whether for contention or an outage.
+   *
+   * Fencing with a majority-resolved grant: the lease's token T is the
+   * highest of the tokens that had arrived (at least the granting majority
+   * M's), and the nodes of M below T are raised to T before anything else
+   * this client sends them. A straggler's later grant is kept only with a
+   * token ≤ T, else released at once; either way it is not needed for the
+   * argument: any later majority shares a node with M, whose counter is ≥ T
+   * by then, so it draws a token > T.
    */
   private decided(partial: readonly (Answer<AcquireResult> | undefined)[], counted: boolean[]): boolean {
     let yes = 0
@@ -222,6 +240,7 @@ export class RedlockDriver implements Driver {
         if (isGranted(a)) yes += 1
       }
     })
+    if (yes >= this.majority) return true
     if (yes + open >= this.majority) return false
     // Lost for sure; also known why: a majority answered (contention), or
     // too few can (an outage). Otherwise wait, so busy is never reported as down.
@@ -438,9 +457,11 @@ export class RedlockDriver implements Driver {
     for (const [owner, seen] of byOwner) {
       if (seen.length < this.majority) continue
       // The end a majority still has; the token of the grant is the highest
-      // of its nodes' tokens (the lease took the highest of all that answered).
+      // of its nodes' tokens (the lease took the highest of those that had
+      // answered, and a straggler's higher grant is being given back; this
+      // client knows its own leases' tokens).
       const ends = seen.map((h) => h.expiresAt).sort((x, y) => y - x)
-      const token = seen.map((h) => h.token).sort(descending)[0]!
+      const token = this.holds.get(owner)?.token ?? seen.map((h) => h.token).sort(descending)[0]!
       holders.push({ owner, token, mode: seen[0]!.mode, expiresAt: ends[this.majority - 1]! })
     }
     // Null only when no node has anything: a hold left on a minority (a node
