@@ -381,7 +381,11 @@ export class RedlockDriver implements Driver {
         return done
       }
     })
-    const answers = await gather(calls, this.settings.timeoutMs, () => false)
+    // Done once a majority answered and one of them held it: the name is
+    // free on a majority, which is all a next holder needs; the slower nodes'
+    // releases are on their way (sent already, ahead of anything else this
+    // client sends them).
+    const answers = await gather(calls, this.settings.timeoutMs, releasedOnMajority(this.majority))
     return answers.some((a) => a.kind === 'answered' && a.value)
   }
 
@@ -565,6 +569,20 @@ class SlowQuorum extends Error {
 
 function unwrapSlow(error: unknown): unknown {
   return error instanceof SlowQuorum ? error.error : error
+}
+
+/** A release is settled once `majority` nodes answered and one of them held the name. */
+function releasedOnMajority(majority: number): (partial: readonly (Answer<boolean> | undefined)[]) => boolean {
+  return (partial) => {
+    let heard = 0
+    let held = false
+    for (const a of partial) {
+      if (a?.kind !== 'answered') continue
+      heard += 1
+      held ||= a.value
+    }
+    return held && heard >= majority
+  }
 }
 
 const descending = (x: bigint, y: bigint): number => (x > y ? -1 : x < y ? 1 : 0)
