@@ -23,7 +23,8 @@ function specOf(spec: LockSpec): string {
   return `${MODE_LETTER[spec.mode]}${spec.kind === 'semaphore' ? spec.permits : ''}${spec.fair ? 'f' : ''}`
 }
 
-function memberOf(hold: HoldRef): string {
+/** A hold's member string in the store (the Redlock line node's release matches it too). */
+export function memberOf(hold: HoldRef): string {
   return `${hold.owner}|${specOf(hold)}|${hold.token}|${hold.lockDelayMs}`
 }
 

@@ -5,7 +5,7 @@ import type {
 import { monotonicNow } from '../../core/clock.js'
 import { BatonError } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
-import { createRedisDriver, type RedisDriver } from '../redis/index.js'
+import { createRedisDriver, memberOf, type RedisDriver } from '../redis/index.js'
 import { lockKeys, wakeChannelPrefix } from '../redis/keys.js'
 import { answeredAll, driftMs, describeFailure, gather, majorityOf, validityMs, type Answer, type NodeCall } from './quorum.js'
 import { Line, type LinePlace, type LineSpot } from './line.js'
@@ -22,8 +22,8 @@ import { parseRedlockUrl, type RedlockSettings } from './settings.js'
  * and N hand-overs to N different heads would leave nobody with a majority).
  * Instead one line decides the order: it lives on the *line node*, the first
  * node of the URL that answers (scripts/redlock-line.lua). A release frees the
- * name on every node and then, on the line node, wakes the head of the line
- * only; the head asks every node and, the name being free, gets them all.
+ * name on every node and, on the line node in the same script, wakes the
+ * head of the line only (and only when the line is not empty); the head asks every node and, the name being free, gets them all.
  * Waiters behind the head are not woken and send nothing but a refresh of
  * their line entry every ttl/3, so a hand-over costs the same whatever the
  * number of waiters.
@@ -67,6 +67,8 @@ const REFUSED: Partial<Record<LockSpec['kind'], string>> = {
 /** What this client keeps about one of its holds: each node's own token (a node's hold member carries it). */
 interface HoldState {
   readonly tokens: (bigint | undefined)[]
+  /** The lease's token, once granted. */
+  token?: bigint
 }
 
 export class RedlockDriver implements Driver {
@@ -137,7 +139,14 @@ export class RedlockDriver implements Driver {
       const driver = node.driver
       if (!driver) return node.unreachable()
       return () => driver.acquire(nodeRequest).then((result) => {
-        if (result.status === 'granted') state.tokens[i] = result.token
+        if (result.status !== 'granted') return result
+        // A grant after the lease was taken on a majority (a straggler)
+        // joins the hold when its token is not above the lease's, and is
+        // given back at once otherwise, so every node's hold of this lease
+        // carries a token ≤ the lease's and inspect() reads the lease's
+        // token as their highest.
+        if (state.token !== undefined && result.token > state.token) driver.release({ ...withoutToken(request), token: result.token }).catch(() => {})
+        else state.tokens[i] = result.token
         return result
       })
     })
@@ -153,6 +162,7 @@ export class RedlockDriver implements Driver {
     if (granted >= this.majority && validity > 0 && !yields) {
       let token = 0n
       for (const t of state.tokens) if (t !== undefined && t > token) token = t
+      state.token = token
       this.raiseTokens(request.name, state.tokens, token)
       this.holds.set(request.owner, state)
       if (this.spots.delete(request.owner)) this.leaveLine(request)
@@ -205,10 +215,18 @@ export class RedlockDriver implements Driver {
   }
 
   /**
-   * The attempt failed for sure, and it is known whether for contention or
-   * an outage. A success waits for every node (up to the per-node timeout),
-   * so the lease's token is the highest that any node drew for it, as
-   * inspect() shows.
+   * The outcome is known: a majority of counted nodes granted (the lease is
+   * taken without waiting for the others: on a loaded machine the slowest
+   * of N processes sets the latency), or the attempt failed for sure and it
+   * is known whether for contention or an outage.
+   *
+   * Fencing with a majority-resolved grant: the lease's token T is the
+   * highest of the tokens that had arrived (at least the granting majority
+   * M's), and the nodes of M below T are raised to T before anything else
+   * this client sends them. A straggler's later grant is kept only with a
+   * token ≤ T, else released at once; either way it is not needed for the
+   * argument: any later majority shares a node with M, whose counter is ≥ T
+   * by then, so it draws a token > T.
    */
   private decided(partial: readonly (Answer<AcquireResult> | undefined)[], counted: boolean[]): boolean {
     let yes = 0
@@ -222,6 +240,7 @@ export class RedlockDriver implements Driver {
         if (isGranted(a)) yes += 1
       }
     })
+    if (yes >= this.majority) return true
     if (yes + open >= this.majority) return false
     // Lost for sure; also known why: a majority answered (contention), or
     // too few can (an outage). Otherwise wait, so busy is never reported as down.
@@ -351,15 +370,22 @@ export class RedlockDriver implements Driver {
       if (!driver) return node.unreachable()
       return () => {
         const token = tokens[i]
-        const done = driver.release(token === undefined ? withoutToken(spec) : { ...withoutToken(spec), token })
-        if (node === lineNode) {
-          if (leave) this.line.leave(driver, spec).catch(() => {})
-          if (wake) this.line.wake(driver, spec.name).catch(() => {})
-        }
+        const hold = token === undefined ? undefined : { ...withoutToken(spec), token }
+        if (node !== lineNode) return driver.release(hold ?? withoutToken(spec))
+        if (leave) this.line.leave(driver, spec).catch(() => {})
+        // The line node releases and wakes the head in one call, and only
+        // wakes when someone waits (the script looks at the line).
+        if (wake && hold) return this.line.release(driver, spec.name, memberOf(hold))
+        const done = driver.release(hold ?? withoutToken(spec))
+        if (wake) this.line.wake(driver, spec.name).catch(() => {})
         return done
       }
     })
-    const answers = await gather(calls, this.settings.timeoutMs, () => false)
+    // Done once a majority answered and one of them held it: the name is
+    // free on a majority, which is all a next holder needs; the slower nodes'
+    // releases are on their way (sent already, ahead of anything else this
+    // client sends them).
+    const answers = await gather(calls, this.settings.timeoutMs, releasedOnMajority(this.majority))
     return answers.some((a) => a.kind === 'answered' && a.value)
   }
 
@@ -435,9 +461,11 @@ export class RedlockDriver implements Driver {
     for (const [owner, seen] of byOwner) {
       if (seen.length < this.majority) continue
       // The end a majority still has; the token of the grant is the highest
-      // of its nodes' tokens (the lease took the highest of all that answered).
+      // of its nodes' tokens (the lease took the highest of those that had
+      // answered, and a straggler's higher grant is being given back; this
+      // client knows its own leases' tokens).
       const ends = seen.map((h) => h.expiresAt).sort((x, y) => y - x)
-      const token = seen.map((h) => h.token).sort(descending)[0]!
+      const token = this.holds.get(owner)?.token ?? seen.map((h) => h.token).sort(descending)[0]!
       holders.push({ owner, token, mode: seen[0]!.mode, expiresAt: ends[this.majority - 1]! })
     }
     // Null only when no node has anything: a hold left on a minority (a node
@@ -541,6 +569,20 @@ class SlowQuorum extends Error {
 
 function unwrapSlow(error: unknown): unknown {
   return error instanceof SlowQuorum ? error.error : error
+}
+
+/** A release is settled once `majority` nodes answered and one of them held the name. */
+function releasedOnMajority(majority: number): (partial: readonly (Answer<boolean> | undefined)[]) => boolean {
+  return (partial) => {
+    let heard = 0
+    let held = false
+    for (const a of partial) {
+      if (a?.kind !== 'answered') continue
+      heard += 1
+      held ||= a.value
+    }
+    return held && heard >= majority
+  }
 }
 
 const descending = (x: bigint, y: bigint): number => (x > y ? -1 : x < y ? 1 : 0)

@@ -44,6 +44,15 @@ export class Line {
     return driver.script('redlockLine', spec.name, this.keys(spec.name), ['leave', spec.owner, 0, this.channelPrefix])
   }
 
+  /**
+   * Ends `member`'s hold on the line node and, only when someone waits,
+   * wakes the head of the line: one call where a release plus a wake-up
+   * took two.
+   */
+  async release(driver: RedisDriver, name: string, member: string): Promise<boolean> {
+    return Number(await driver.script('redlockLine', name, this.keys(name), ['release', member, 0, this.channelPrefix])) === 1
+  }
+
   /** Tells the head of the line to try again. */
   wake(driver: RedisDriver, name: string): Promise<unknown> {
     return driver.script('redlockLine', name, this.keys(name), ['wake', '', 0, this.channelPrefix])

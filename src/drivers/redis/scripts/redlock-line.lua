@@ -8,8 +8,8 @@
   KEYS[1] exclusive  KEYS[2] shared  (the node's holds, see basics.lua)
   KEYS[3] line       ZSET  owner -> arrival number
   KEYS[4] lineinfo   HASH  owner -> staleAt (store ms); "~seq" last arrival number
-  ARGV[1] op: "join" | "peek" | "leave" | "wake" | "wakeAll" | "list"
-  ARGV[2] owner (join, peek, leave)
+  ARGV[1] op: "join" | "peek" | "leave" | "release" | "wake" | "wakeAll" | "list"
+  ARGV[2] owner (join, peek, leave); the hold's member (release)
   ARGV[3] line entry ttl ms (join): dropped unless refreshed within it
   ARGV[4] wake-up channel prefix (wake, wakeAll)
 
@@ -18,6 +18,10 @@
                 owner not in line: all of them); free is 1 when nobody holds
                 the name here; length of the line
     leave       1 if the owner was in line
+    release     1 if the member held the name here (Redlock holds only
+                mutexes, so one exclusive key); then, only if someone waits,
+                wakes the head: a release with nobody in line costs this one
+                call on the line node, not a release plus a wake-up
     wake        1 if the head was told "r|<owner>" on its client's channel
     wakeAll     how many waiters were told; the line is emptied (a forced
                 release: live waiters line up again, dead ones are gone)
@@ -68,6 +72,14 @@ elseif op == 'leave' then
   redis.call('HDEL', infoKey, owner)
   if redis.call('ZCARD', lineKey) == 0 then redis.call('DEL', lineKey, infoKey) end
   return left
+elseif op == 'release' then
+  local released = 0
+  if redis.call('GET', KEYS[1]) == owner then released = redis.call('DEL', KEYS[1]) end
+  if redis.call('EXISTS', lineKey) == 1 then
+    local head = liveHead()
+    if head then tell(head) end
+  end
+  return released
 elseif op == 'wake' then
   local head = liveHead()
   if not head then return 0 end
