@@ -1,29 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import { performance } from 'node:perf_hooks'
 import { reasonOf } from './report.js'
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+import { withTimeout } from '../src/bench/time.js'
 
-/** Epoch milliseconds with sub-ms precision, comparable across processes. */
-export function wallNow(): number {
-  return performance.timeOrigin + performance.now()
-}
-
-/** Rejects with `what timed out` after `ms`; the timer never keeps the process alive. */
-export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what} did not finish within ${Math.round(ms)} ms`)), ms)
-        timer.unref()
-      }),
-    ])
-  } finally {
-    clearTimeout(timer)
-  }
-}
+export { sleep, wallNow, withTimeout } from '../src/bench/time.js'
 
 /** Unique, cheap lock values: a random per-process prefix plus a counter. */
 const valuePrefix = randomBytes(6).toString('base64url')

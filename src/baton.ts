@@ -1,4 +1,4 @@
-import type { Driver, HoldMode, LockInfo, LockKind, LockSpec } from './core/driver.js'
+import type { Driver, HoldMode, LockInfo, LockKind, LockSpec, NodeView } from './core/driver.js'
 import { parseDuration, parseTtl } from './core/duration.js'
 import { Keeper } from './core/keeper.js'
 import { validateName, validatePrefix } from './core/names.js'
@@ -30,6 +30,8 @@ export interface LockView {
   lastToken: bigint
   /** How the store bent the settings asked for (e.g. a lease floor), when it did. */
   note?: string
+  /** Quorum stores (redlock://): each node's state and holders. */
+  nodes?: readonly NodeView[]
 }
 
 /** A client of one store. Create it with connect(). */
@@ -155,6 +157,7 @@ export class Baton {
       waiters: info.waiters.map((w) => ({ ...w })),
       lastToken: info.lastToken,
       ...(info.note !== undefined ? { note: info.note } : {}),
+      ...(info.nodes ? { nodes: info.nodes } : {}),
     }
   }
 }

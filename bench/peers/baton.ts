@@ -1,34 +1,9 @@
+import { batonContender } from '../../src/bench/contender.js'
 import { connect, type Baton, type LockHandle } from '../../src/index.js'
-import type { Contender, PeerDef, PeerOptions } from './types.js'
+import type { PeerDef, PeerOptions } from './types.js'
 
 /** Which of baton's primitives a contender drives, as a handle on `key`. */
 type HandleOf = (baton: Baton, key: string, options: PeerOptions) => LockHandle
-
-/** One baton handle per key (a mutex, one side of an rwlock, a semaphore), made once and reused. */
-async function batonContender(baton: Baton, label: string, options: PeerOptions, handleOf: HandleOf): Promise<Contender> {
-  const handles = new Map<string, LockHandle>()
-  const handle = (key: string): LockHandle => {
-    let h = handles.get(key)
-    if (!h) {
-      h = handleOf(baton, key, options)
-      handles.set(key, h)
-    }
-    return h
-  }
-  const { waitMs } = options
-  return {
-    label,
-    async acquire(key) {
-      const lease = await handle(key).acquire({ wait: waitMs })
-      return () => lease.release()
-    },
-    async tryAcquire(key) {
-      const lease = await handle(key).tryAcquire()
-      return lease ? () => lease.release() : null
-    },
-    close: () => baton.close(),
-  }
-}
 
 /** A baton PeerDef on `url` (or the options' Redis URL) driving the handle `handleOf` makes. */
 function batonPeer(id: string, store: PeerDef['store'], label: string, handleOf: HandleOf, url?: string): PeerDef {
@@ -37,7 +12,8 @@ function batonPeer(id: string, store: PeerDef['store'], label: string, handleOf:
     store,
     label: () => label,
     async create(options) {
-      return batonContender(await connect(url ?? options.url), label, options, handleOf)
+      const baton = await connect(url ?? options.url)
+      return batonContender(baton, label, (key) => handleOf(baton, key, options), options.waitMs)
     },
   }
 }

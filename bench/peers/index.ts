@@ -4,7 +4,7 @@ import { zkRecipe } from './zk-recipe.js'
 import { baton, batonFair, batonMemory, batonRead, batonSemaphore } from './baton.js'
 import { pgUpdate } from './pg-update.js'
 import { raw } from './raw.js'
-import { redisSemaphore, redisSemaphoreCounting } from './redis-semaphore.js'
+import { redisSemaphore, redisSemaphoreCounting, redisSemaphoreRedlock } from './redis-semaphore.js'
 import { redlock } from './redlock.js'
 import { sesameRedlock } from './sesame-redlock.js'
 import type { Contender, PeerDef, Profile } from './types.js'
@@ -16,9 +16,9 @@ export const PEERS = {
   raw, baton, redlock, 'sesame-redlock': sesameRedlock, 'redis-semaphore': redisSemaphore,
   'async-mutex': asyncMutex, 'baton-memory': batonMemory,
   'baton-fair': batonFair, 'baton-rwlock-read': batonRead, 'baton-semaphore': batonSemaphore,
-  'redis-semaphore-sem': redisSemaphoreCounting,
   'pg-update': pgUpdate,
   'etcd3-lock': etcd3Lock, 'etcd-v3lock': etcdServerLock, 'zk-recipe': zkRecipe,
+  'redis-semaphore-sem': redisSemaphoreCounting, 'redis-semaphore-redlock': redisSemaphoreRedlock,
 } as const satisfies Record<string, PeerDef>
 
 export type PeerId = keyof typeof PEERS

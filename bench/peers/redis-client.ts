@@ -16,3 +16,18 @@ export async function closeRedis(client: Redis): Promise<void> {
   }
   client.disconnect()
 }
+
+/** The Redis nodes of a URL: each host of a redlock:// URL, or the one redis:// URL. */
+export function nodeUrls(url: string): string[] {
+  const multi = /^redlock:\/\/([^/?#]+)/.exec(url)
+  return multi ? multi[1]!.split(',').map((host) => `redis://${host}`) : [url]
+}
+
+/** One plain ioredis connection per node of `url` (see nodeUrls). */
+export function openNodes(url: string): Promise<Redis[]> {
+  return Promise.all(nodeUrls(url).map(openRedis))
+}
+
+export async function closeNodes(clients: readonly Redis[]): Promise<void> {
+  await Promise.all(clients.map(closeRedis))
+}

@@ -1,5 +1,5 @@
-import { Mutex, Semaphore } from 'redis-semaphore'
-import { closeRedis, openRedis } from './redis-client.js'
+import { Mutex, RedlockMutex, Semaphore } from 'redis-semaphore'
+import { closeNodes, closeRedis, openNodes, openRedis } from './redis-client.js'
 import type { PeerDef, PeerOptions, Profile } from './types.js'
 
 function profileLabel(profile: Profile): string {
@@ -60,6 +60,30 @@ export const redisSemaphoreCounting: PeerDef = {
         return (await semaphore.tryAcquire()) ? () => semaphore.release() : null
       },
       close: () => closeRedis(client),
+    }
+  },
+}
+
+/** redis-semaphore's RedlockMutex over every node of a redlock:// URL: a new RedlockMutex per acquisition. No auto-refresh. */
+export const redisSemaphoreRedlock: PeerDef = {
+  id: 'redis-semaphore-redlock',
+  store: 'redis',
+  label: (profile) => `redis-semaphore RedlockMutex (${profileLabel(profile)})`,
+  async create(options) {
+    const clients = await openNodes(options.url)
+    const lock = lockOptions(options)
+    return {
+      label: redisSemaphoreRedlock.label(options.profile),
+      async acquire(key) {
+        const mutex = new RedlockMutex(clients, key, lock)
+        await mutex.acquire()
+        return () => mutex.release()
+      },
+      async tryAcquire(key) {
+        const mutex = new RedlockMutex(clients, key, lock)
+        return (await mutex.tryAcquire()) ? () => mutex.release() : null
+      },
+      close: () => closeNodes(clients),
     }
   },
 }

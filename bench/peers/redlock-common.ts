@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import { closeRedis, openRedis } from './redis-client.js'
+import { closeNodes, openNodes } from './redis-client.js'
 import type { Contender, PeerOptions, Profile } from './types.js'
 
 /** The API both redlock packages share. */
@@ -32,11 +32,11 @@ export function redlockProfileLabel(profile: Profile): string {
 export async function redlockContender(
   label: string,
   options: PeerOptions,
-  make: (client: Redis, settings: RedlockSettings) => RedlockLike,
+  make: (clients: Redis[], settings: RedlockSettings) => RedlockLike,
   isRetryExhaustion: (error: unknown) => boolean,
 ): Promise<Contender> {
-  const client = await openRedis(options.url)
-  const redlock = make(client, redlockSettings(options.profile, options.waitMs))
+  const clients = await openNodes(options.url)
+  const redlock = make(clients, redlockSettings(options.profile, options.waitMs))
   // Both emit 'error' for every failed attempt (a busy key included); an
   // EventEmitter 'error' without a listener would crash the process.
   redlock.on('error', () => {})
@@ -58,6 +58,6 @@ export async function redlockContender(
       }
     },
     counters: () => ({ 'retries ran out': exhausted }),
-    close: () => closeRedis(client),
+    close: () => closeNodes(clients),
   }
 }

@@ -13,7 +13,7 @@ const { default: Redlock, ExecutionError } = redlockModule as {
   ExecutionError: typeof ExecutionErrorTyped
 }
 
-/** node-redlock 5 (beta) on a single Redis. */
+/** node-redlock 5 (beta) on one Redis, or on every node of a redlock:// URL. */
 export const redlock: PeerDef = {
   id: 'redlock',
   store: 'redis',
@@ -22,7 +22,7 @@ export const redlock: PeerDef = {
     redlockContender(
       redlock.label(options.profile),
       options,
-      (client, settings) => new Redlock([client], settings),
+      (clients, settings) => new Redlock(clients, settings),
       (error) => error instanceof ExecutionError,
     ),
 }

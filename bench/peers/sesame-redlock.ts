@@ -2,7 +2,7 @@ import { ExecutionError, Redlock } from '@sesamecare-oss/redlock'
 import { redlockContender, redlockProfileLabel } from './redlock-common.js'
 import type { PeerDef } from './types.js'
 
-/** @sesamecare-oss/redlock (maintained fork of node-redlock) on a single Redis. */
+/** @sesamecare-oss/redlock (maintained fork of node-redlock) on one Redis, or on every node of a redlock:// URL. */
 export const sesameRedlock: PeerDef = {
   id: 'sesame-redlock',
   store: 'redis',
@@ -11,7 +11,7 @@ export const sesameRedlock: PeerDef = {
     redlockContender(
       sesameRedlock.label(options.profile),
       options,
-      (client, settings) => new Redlock([client], settings),
+      (clients, settings) => new Redlock(clients, settings),
       (error) => error instanceof ExecutionError,
     ),
 }

@@ -1,21 +1,10 @@
 /**
- * The one tiny interface every contender (baton, the raw baseline, each peer
- * library) is driven through. One adapter file per contender.
+ * Peer definitions: one adapter file per contender (baton, the raw baseline,
+ * each peer library), each making a Contender (src/bench/contender.ts).
  */
+import type { Contender } from '../../src/bench/contender.js'
 
-/** Ends the hold taken by acquire(). */
-export type Release = () => Promise<void>
-
-export interface Contender {
-  readonly label: string
-  /** Waits up to the configured wait (30 s by default) and resolves with the release function. */
-  acquire(key: string): Promise<Release>
-  /** One attempt, no waiting: the release function, or null when the key is taken. */
-  tryAcquire?(key: string): Promise<Release | null>
-  /** Counters worth a note in the report (e.g. how often a peer's own retries ran out). */
-  counters?(): Record<string, number>
-  close(): Promise<void>
-}
+export type { Contender, Release } from '../../src/bench/contender.js'
 
 /**
  * How a peer waits: 'default' is the library's out-of-the-box retry policy,

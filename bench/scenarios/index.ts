@@ -1,6 +1,8 @@
 import type { Scenario } from '../types.js'
+import { cliStartup } from './cli-startup.js'
 import { commands } from './commands.js'
 import { consensusScenarios } from './consensus.js'
+import { dashboard } from './dashboard.js'
 import { fairCommands } from './fair-commands.js'
 import { fairHandoff } from './fair-handoff.js'
 import { handoff } from './handoff.js'
@@ -8,6 +10,7 @@ import { memoryStore } from './memory-store.js'
 import { memory } from './memory.js'
 import { parallel } from './parallel.js'
 import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
+import { redlockScenario } from './redlock.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
 import { server } from './server.js'
@@ -21,5 +24,5 @@ export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
   fairHandoff, fairCommands, rwlockReaders, semaphore,
   pgUncontended, pgHandoff, pgStatements,
-  ...consensusScenarios, server,
+  ...consensusScenarios, server, redlockScenario, cliStartup, dashboard,
 ]

@@ -133,6 +133,24 @@ export interface LockInfo {
    * and session floors must be shown, never applied silently.
    */
   readonly note?: string
+  /**
+   * Stores of several independent nodes (Redlock): what each node says and
+   * whether its votes count. Optional, so other stores leave it out; added
+   * because a quorum store's inspect must show which nodes are excluded
+   * (restart guard) or down, which no single holder list can say.
+   */
+  readonly nodes?: readonly NodeView[]
+}
+
+/** One node of a quorum store, as inspect shows it. */
+export interface NodeView {
+  /** host:port, never with credentials. */
+  readonly node: string
+  /** counted: its votes count; excluded: restart guard; unverified: reconnected, run_id not checked yet; down: no answer. */
+  readonly state: 'counted' | 'excluded' | 'unverified' | 'down'
+  readonly reason?: string
+  readonly holders?: readonly HolderSummary[]
+  readonly lastToken?: bigint
 }
 
 export interface Capabilities {

@@ -38,6 +38,7 @@ export class Keeper {
   secretOwners = false
   /** Aborted by close(), with the CLOSED error every pending acquire ends with. */
   private readonly closing = new AbortController()
+  private readonly closingSignal = this.closing.signal
   /** take() calls not yet settled: close() waits for them to undo what they did in the store. */
   private taking = 0
   private drained: (() => void) | undefined
@@ -45,16 +46,16 @@ export class Keeper {
 
   constructor(readonly driver: Driver, readonly clientId: string) {
     // Every waiter listens to it; that is not a leak.
-    setMaxListeners(0, this.closing.signal)
+    setMaxListeners(0, this.closingSignal)
   }
 
   get closed(): boolean {
-    return this.closing.signal.aborted
+    return this.closingSignal.aborted
   }
 
   /** Throws CLOSED once close() was called. */
   checkOpen(): void {
-    if (this.closed) throw this.closing.signal.reason as Error
+    if (this.closed) throw this.closingSignal.reason as Error
   }
 
   async take(spec: LockSpec, options: TakeOptions): Promise<Lease | null> {
@@ -82,7 +83,7 @@ export class Keeper {
       }
       let grant
       try {
-        grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closing.signal, options.onWaiting)
+        grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closingSignal, options.onWaiting)
       } catch (error) {
         unwatch()
         throw error
@@ -105,7 +106,7 @@ export class Keeper {
       if (channels.acquire.hasSubscribers) {
         channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff })
       }
-      return new Lease(hold, this.clientId, spec.mode, hold.turns.enter(hold, undefined))
+      return new Lease(hold, this.clientId, spec.mode)
     } finally {
       if (--this.taking === 0) this.drained?.()
     }
@@ -165,7 +166,7 @@ export class Keeper {
     const stopped = new Promise<'stopped'>((resolve) => {
       onStop = () => resolve('stopped')
       signal?.addEventListener('abort', onStop, { once: true })
-      this.closing.signal.addEventListener('abort', onStop, { once: true })
+      this.closingSignal.addEventListener('abort', onStop, { once: true })
     })
     const timedOut = new Promise<'timeout'>((resolve) => {
       if (Number.isFinite(leftMs)) timer = setTimeout(() => resolve('timeout'), leftMs)
@@ -174,7 +175,7 @@ export class Keeper {
     turn.cancel()
     clearTimeout(timer)
     signal?.removeEventListener('abort', onStop)
-    this.closing.signal.removeEventListener('abort', onStop)
+    this.closingSignal.removeEventListener('abort', onStop)
     this.checkOpen()
     if (signal?.aborted) throw aborted(name, signal.reason)
     if (outcome === 'timeout') throw lockTimeout(name, Math.round(leftMs))

@@ -21,8 +21,7 @@ export class Hold implements ScopedHold {
   count = 1
   /** Of those, handles taken as write: when they are gone but readers remain, the hold is downgraded. */
   writers = 0
-  /** Whose turn it is among this client's flows re-entering the hold. */
-  readonly turns = new Turns()
+  private turnsMade: Turns | undefined
   /** Monotonic instant the store's lease surely ends (from the last confirmed grant or renewal). */
   deadline = 0
   ttlMs: number
@@ -43,6 +42,11 @@ export class Hold implements ScopedHold {
   ) {
     this.ttlMs = grant.ttlMs
     this.confirm(grant.startedAt, grant.ttlMs)
+  }
+
+  /** Whose turn it is among this client's flows re-entering the hold (made on first use). */
+  get turns(): Turns {
+    return (this.turnsMade ??= new Turns())
   }
 
   get active(): boolean {
@@ -163,7 +167,7 @@ export class Hold implements ScopedHold {
     this.keeper.forget(this)
     this.unwatch()
     // Flows waiting for their turn to re-enter now contend like anyone else.
-    this.turns.wakeAll()
+    this.turnsMade?.wakeAll()
   }
 }
 
@@ -183,8 +187,12 @@ export class Lease implements AsyncDisposable {
     private readonly clientId: string,
     /** How this handle was asked for; a read handle inside a write scope rides on the write hold. */
     private readonly side: HoldRef['mode'],
-    /** This handle's turn among the hold's re-entries; ends with release(). */
-    private readonly entry: Reentry,
+    /**
+     * This handle's turn among the hold's re-entries; ends with release().
+     * The first handle's is made by its first run(): before that no flow can
+     * re-enter it.
+     */
+    private entry?: Reentry,
   ) {
     if (side === 'write') hold.writers += 1
   }
@@ -229,7 +237,7 @@ export class Lease implements AsyncDisposable {
       return
     }
     this.released = true
-    this.hold.turns.leave(this.entry)
+    if (this.entry) this.hold.turns.leave(this.entry)
     this.hold.count -= 1
     if (this.side === 'write') this.hold.writers -= 1
     if (this.hold.count === 0) {
@@ -244,6 +252,7 @@ export class Lease implements AsyncDisposable {
    * hold. Flows `fn` starts side by side take turns re-entering it.
    */
   run<R>(fn: (lease: Lease) => R): R {
+    this.entry ??= this.hold.turns.enter(this.hold, undefined)
     return runHolding(scopeKey(this.clientId, this.hold.ref.name), this.entry, () => fn(this))
   }
 

@@ -32,7 +32,8 @@ export class Reentry {
 /** The open re-entries of one hold, innermost last. */
 export class Turns {
   private readonly stack: Reentry[] = []
-  private waiting: (() => void)[] = []
+  /** Flows waiting for their turn; made on first use (most holds never see one). */
+  private waiting: (() => void)[] | undefined
 
   enter(hold: ScopedHold, parent: Reentry | undefined): Reentry {
     const entry = new Reentry(hold, parent)
@@ -64,14 +65,14 @@ export class Turns {
   changed(): { promise: Promise<void>; cancel(): void } {
     let wake!: () => void
     const promise = new Promise<void>((resolve) => { wake = resolve })
-    this.waiting.push(wake)
-    return { promise, cancel: () => { this.waiting = this.waiting.filter((w) => w !== wake) } }
+    ;(this.waiting ??= []).push(wake)
+    return { promise, cancel: () => { this.waiting = this.waiting?.filter((w) => w !== wake) } }
   }
 
   wakeAll(): void {
-    if (this.waiting.length === 0) return
     const waiting = this.waiting
-    this.waiting = []
+    if (!waiting?.length) return
+    this.waiting = undefined
     for (const wake of waiting) wake()
   }
 }

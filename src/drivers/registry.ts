@@ -17,6 +17,7 @@ const FACTORIES: Record<string, () => Promise<DriverFactory>> = {
   'zk': async () => (await import('./zookeeper/index.js')).createZkDriver,
   'http': async () => (await import('./http/index.js')).createHttpDriver,
   'https': async () => (await import('./http/index.js')).createHttpDriver,
+  'redlock': async () => (await import('./redlock/index.js')).createRedlockDriver,
 }
 
 export const knownSchemes = (): string[] => Object.keys(FACTORIES).map((s) => `${s}://`)

@@ -37,7 +37,7 @@ export interface LockServer {
 export async function createLockServer(options: LockServerOptions): Promise<LockServer> {
   const { baton } = options
   baton.keeper.secretOwners = true
-  const hub = new EventHub(baton.keeper.clientId)
+  const hub = new EventHub(baton.keeper.clientId, (name) => baton.inspect(name))
   const limits = new WaitLimits(options.waitCaps ?? DEFAULT_WAIT_CAPS)
   const metrics = new Metrics(hub, { held: () => baton.keeper.holdCount, waiting: () => limits.waiting, store: baton.store })
   const ctx: ServerContext = {
@@ -68,19 +68,27 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
   })
   app.decorateRequest('access', null as never)
 
-  app.addHook('onRequest', async (request) => {
+  // Callback-style hooks: an async hook costs a promise per request on the hot path.
+  app.addHook('onRequest', (request, _reply, done) => {
     const open = (request.routeOptions.config as { open?: boolean } | undefined)?.open
-    request.access = !options.auth || open ? OPEN : options.auth.check(request.headers.authorization)
+    try {
+      request.access = !options.auth || open ? OPEN : options.auth.check(request.headers.authorization)
+    } catch (error) {
+      return done(error as Error)
+    }
+    done()
   })
-  // An acquire without a body means all defaults.
-  app.addHook('preValidation', async (request) => {
+  // A POST without a body means all defaults.
+  app.addHook('preValidation', (request, _reply, done) => {
     if (request.body === undefined && request.method === 'POST') request.body = {}
+    done()
   })
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.httpSeconds.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
       reply.elapsedTime / 1000,
     )
+    done()
   })
   app.setErrorHandler((error, _request, reply) => {
     const http = toHttpError(error)

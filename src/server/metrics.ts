@@ -47,10 +47,10 @@ export class Metrics {
       labelNames: ['method', 'route', 'status'], registers,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5, 30],
     })
-    this.unsubscribe = hub.subscribe((event) => {
-      const labels = { store: event.store, kind: event.kind }
-      byType[event.type].inc(labels)
-      if (event.type === 'grant' && event.waitedMs !== undefined) wait.observe(labels, event.waitedMs / 1000)
+    this.unsubscribe = hub.count((type, store, kind, waitedMs) => {
+      const labels = { store, kind }
+      byType[type].inc(labels)
+      if (type === 'grant' && waitedMs !== undefined) wait.observe(labels, waitedMs / 1000)
     })
   }
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { validatePrefix } from '../core/names.js'
 import { accessOf, type ServerContext } from './context.js'
-import { DASHBOARD_HTML } from './dashboard.js'
+import { dashboardRoutes } from './dashboard/index.js'
 import type { PublicEventType } from './events.js'
 import { HttpError } from './http-errors.js'
 import { schemas } from './schemas.js'
@@ -70,5 +70,5 @@ export function opsRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics())
   })
 
-  app.get('/', { schema: { hide: true }, config: { open: true } }, async (_request, reply) => reply.type('text/html; charset=utf-8').send(DASHBOARD_HTML))
+  dashboardRoutes(app)
 }

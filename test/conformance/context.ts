@@ -32,6 +32,28 @@ export class SuiteContext {
     return baton
   }
 
+  /**
+   * Why this store refuses a kind of lock (its capabilities say it does not
+   * offer it), in the store's own words, for `t.skip(reason)`; undefined when
+   * it offers it.
+   */
+  async refuses(kind: 'rwlock' | 'semaphore'): Promise<string | undefined> {
+    // Closed here: a test that skips itself at run time gets no afterEach.
+    const client = await connect(this.harness.url)
+    try {
+      if (client.driver.capabilities[kind]) return undefined
+      const name = this.name(`refused-${kind}`)
+      const attempt = kind === 'rwlock' ? client.rwlock(name).read().tryAcquire() : client.semaphore(name, { permits: 2 }).tryAcquire()
+      const why = await attempt.then(
+        async (lease) => { await lease?.release(); return 'it says it does not offer them, yet granted one' },
+        (error: unknown) => (error as Error).message,
+      )
+      return `${client.store} offers no ${kind}: ${why}`
+    } finally {
+      await client.close()
+    }
+  }
+
   /** A lock name no other test uses. */
   name(label: string): string {
     return `conformance/${label}/${randomUUID().slice(0, 8)}`

@@ -5,7 +5,9 @@ import type { WaitEvent } from '../../src/core/events.js'
 
 export function listing(ctx: SuiteContext): void {
   describe('inspect and list', () => {
-    it('list() reports every kind in use under a prefix, with holders and the line', async () => {
+    it('list() reports every kind in use under a prefix, with holders and the line', async (t) => {
+      const refused = await ctx.refuses('rwlock')
+      if (refused) return t.skip(refused)
       const [a, b] = [await ctx.client(), await ctx.client()]
       const prefix = ctx.name('list') + '/'
       const mutex = await a.mutex(`${prefix}m`).acquire()

@@ -25,6 +25,8 @@ export function lockDelay(ctx: SuiteContext): void {
     })
 
     it('an expired permit keeps only its own slot for lockDelay; the other permits stay usable', async (t) => {
+      const refused = await ctx.refuses('semaphore')
+      if (refused) return t.skip(refused)
       const client = await ctx.client()
       if (!client.driver.capabilities.lockDelay) return t.skip('this store has no lock delay')
       const name = ctx.name('lock-delay-permit')
@@ -42,6 +44,8 @@ export function lockDelay(ctx: SuiteContext): void {
     })
 
     it('an expired reader blocks writers for lockDelay, not other readers; an expired writer blocks both', async (t) => {
+      const refused = await ctx.refuses('rwlock')
+      if (refused) return t.skip(refused)
       const client = await ctx.client()
       if (!client.driver.capabilities.lockDelay) return t.skip('this store has no lock delay')
       const name = ctx.name('lock-delay-rw')

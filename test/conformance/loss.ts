@@ -72,11 +72,14 @@ export function loss(ctx: SuiteContext): void {
         await Promise.all([released, forced])
         const lease = await waiting
         const view = await admin.inspect(name)
-        if (lease.held) {
-          assert.deepEqual(view?.holders.map((h) => h.owner), [lease.owner], `round ${round}: a lease that says it is held is held in the store`)
+        if (view?.holders.some((h) => h.owner === lease.owner)) {
           await lease.release()
         } else {
-          assert.ok(lease.signal.aborted, `round ${round}: a lost lease has its signal aborted`)
+          // The store dropped it: the signal fires (a store that notifies
+          // through watches may tell the client a moment after inspect saw it).
+          const reason = await aborted(lease.signal, ms(5000))
+          assert.ok(isBatonError(reason, 'LEASE_LOST'), `round ${round}: ${String(reason)}`)
+          assert.equal(lease.held, false)
         }
       }
     })

@@ -7,7 +7,9 @@ import { ms } from '../harness/timing.js'
 
 export function rwlock(ctx: SuiteContext): void {
   describe('read-write lock', () => {
-    it('readers overlap; a writer never overlaps a reader or another writer', async () => {
+    it('readers overlap; a writer never overlaps a reader or another writer', async (t) => {
+      const refused = await ctx.refuses('rwlock')
+      if (refused) return t.skip(refused)
       const [a, b] = [await ctx.client(), await ctx.client()]
       const name = ctx.name('rw-overlap')
       const locks = [a.rwlock(name), b.rwlock(name)]
@@ -34,7 +36,9 @@ export function rwlock(ctx: SuiteContext): void {
       assert.ok(maxReaders > 1, `readers overlapped (max ${maxReaders} at once)`)
     })
 
-    it('a writer is granted during continuous reader traffic (no writer starvation)', async () => {
+    it('a writer is granted during continuous reader traffic (no writer starvation)', async (t) => {
+      const refused = await ctx.refuses('rwlock')
+      if (refused) return t.skip(refused)
       const [readersClient, writerClient] = [await ctx.client(), await ctx.client()]
       const name = ctx.name('rw-starvation')
       let stop = false
@@ -49,7 +53,9 @@ export function rwlock(ctx: SuiteContext): void {
       await traffic
     })
 
-    it('readers queued behind a writer are admitted together when it leaves', async () => {
+    it('readers queued behind a writer are admitted together when it leaves', async (t) => {
+      const refused = await ctx.refuses('rwlock')
+      if (refused) return t.skip(refused)
       const [a, b] = [await ctx.client(), await ctx.client()]
       const name = ctx.name('rw-batch')
       const writer = await a.rwlock(name).write().acquire()
@@ -71,7 +77,9 @@ export function rwlock(ctx: SuiteContext): void {
       await Promise.all(leases.map((l) => l.release()))
     })
 
-    it('a writer may take the read lock (downgrade); a reader taking the write lock fails fast', async () => {
+    it('a writer may take the read lock (downgrade); a reader taking the write lock fails fast', async (t) => {
+      const refused = await ctx.refuses('rwlock')
+      if (refused) return t.skip(refused)
       const client = await ctx.client()
       const name = ctx.name('rw-reentry')
       const lock = client.rwlock(name)
@@ -91,7 +99,9 @@ export function rwlock(ctx: SuiteContext): void {
       assert.equal(await client.inspect(name), null)
     })
 
-    it('releasing the write lock while its read lock is held keeps only a read hold (downgrade)', async () => {
+    it('releasing the write lock while its read lock is held keeps only a read hold (downgrade)', async (t) => {
+      const refused = await ctx.refuses('rwlock')
+      if (refused) return t.skip(refused)
       const [a, b] = [await ctx.client(), await ctx.client()]
       const name = ctx.name('rw-downgrade')
       const write = await a.rwlock(name).write().acquire({ autoExtend: true })
@@ -110,7 +120,9 @@ export function rwlock(ctx: SuiteContext): void {
       assert.equal(await a.inspect(name), null)
     })
 
-    it('tokens increase across read and write grants', async () => {
+    it('tokens increase across read and write grants', async (t) => {
+      const refused = await ctx.refuses('rwlock')
+      if (refused) return t.skip(refused)
       const client = await ctx.client()
       const lock = client.rwlock(ctx.name('rw-tokens'))
       const tokens: bigint[] = []

@@ -21,6 +21,8 @@ function maxOpen(log: string): number {
 export function semaphore(ctx: SuiteContext): void {
   describe('semaphore', () => {
     it('never has more than N holders, across OS processes', async (t) => {
+      const refused = await ctx.refuses('semaphore')
+      if (refused) return t.skip(refused)
       const name = ctx.name('sem-bound')
       const file = join(await mkdtemp(join(tmpdir(), 'baton-sem-')), 'log')
       await writeFile(file, '')
@@ -49,7 +51,9 @@ export function semaphore(ctx: SuiteContext): void {
       assert.ok(max > 1, 'permits were shared')
     })
 
-    it('with N=1 it is a mutex', async () => {
+    it('with N=1 it is a mutex', async (t) => {
+      const refused = await ctx.refuses('semaphore')
+      if (refused) return t.skip(refused)
       const client = await ctx.client()
       const semaphore = client.semaphore(ctx.name('sem-one'), { permits: 1 })
       let inside = 0
@@ -62,7 +66,9 @@ export function semaphore(ctx: SuiteContext): void {
       assert.equal(max, 1)
     })
 
-    it('each permit is its own lease; inspect shows holders and waiters', async () => {
+    it('each permit is its own lease; inspect shows holders and waiters', async (t) => {
+      const refused = await ctx.refuses('semaphore')
+      if (refused) return t.skip(refused)
       const [a, b] = [await ctx.client(), await ctx.client()]
       const name = ctx.name('sem-inspect')
       const semaphore = a.semaphore(name, { permits: 2, ttl: '10s' })
@@ -87,6 +93,8 @@ export function semaphore(ctx: SuiteContext): void {
     })
 
     it("a permit of a holder killed with kill -9 comes back after its ttl", async (t) => {
+      const refused = await ctx.refuses('semaphore')
+      if (refused) return t.skip(refused)
       if (!ctx.harness.crossProcess) return t.skip('this store lives in one process')
       const name = ctx.name('sem-crash')
       const ttl = ms(1000)

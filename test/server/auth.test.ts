@@ -4,6 +4,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { startBatonServer, tempDir, type BatonServer } from '../harness/baton-server.js'
+import { connect, isBatonError } from '../../src/index.js'
 import { call, lockPath } from './client.js'
 
 const ADMIN = 'admin-token-0123456789abcdef'
@@ -78,5 +79,16 @@ describe('baton serve --tokens', () => {
     assert.equal(held.status, 200)
     assert.deepEqual((await call(base, 'DELETE', lockPath('orders/9'), undefined, bearer(ADMIN))).body, { released: true })
     assert.equal((await call(base, 'POST', `/v1/leases/${held.body.leaseId}/extend`, {}, bearer(ORDERS))).status, 410)
+  })
+
+  it('the http:// store sends its token from the URL; a wrong one is UNAUTHORIZED, not a store outage', async () => {
+    const url = new URL(base)
+    const client = await connect(`http://:${ORDERS}@${url.host}`)
+    const lease = await client.mutex('orders/from-driver').acquire({ wait: '5s' })
+    assert.equal((await client.inspect('orders/from-driver'))?.holders[0]?.owner, lease.owner)
+    await assert.rejects(client.mutex('users/from-driver').acquire({ wait: '1s' }), (e) => isBatonError(e, 'FORBIDDEN'))
+    await lease.release()
+    await client.close()
+    await assert.rejects(connect(`http://:wrong-token-0123456789@${url.host}`), (e) => isBatonError(e, 'UNAUTHORIZED'))
   })
 })

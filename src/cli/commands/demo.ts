@@ -1,6 +1,7 @@
 import { connect } from '../../connect.js'
 import type { AcquireEvent } from '../../core/events.js'
 import { channels } from '../../core/events.js'
+import { EXIT, intFlag, parse, print, STORE_OPTION, type Command } from '../common.js'
 
 export interface DemoOptions {
   url?: string
@@ -47,4 +48,39 @@ export async function demo(options: DemoOptions): Promise<void> {
   channels.acquire.unsubscribe(onAcquire)
   options.out(`${grants} grants, ${handoffs} handed over directly by a release; tokens only ever went up.`)
   await baton.close()
+}
+
+const DEMO_USAGE = 'usage: baton demo [--store URL] [--workers N] [--seconds S]'
+
+export const demoCommand: Command = {
+  usage: DEMO_USAGE,
+  help: `${DEMO_USAGE}
+
+Workers contending for one lock, printing every grant with its fencing token
+and whether a release handed it over directly. Runs on the embedded store
+(memory://) unless --store or BATON_URL names another.
+
+options:
+  --store URL    the store (default: BATON_URL, else memory://)
+  --workers N    contending workers, 1 to 1000 (default 4)
+  --seconds S    how long to run, 1 to 1000 (default 3)
+
+example:
+  baton demo --store redis://127.0.0.1:6379 --workers 8`,
+  async main(args) {
+    const parsed = parse(args, { ...STORE_OPTION, workers: { type: 'string' }, seconds: { type: 'string' } }, { min: 0, max: 0, names: '' })
+    if (!parsed) {
+      print(this.help)
+      return EXIT.ok
+    }
+    const { values } = parsed
+    const url = values.store ?? process.env.BATON_URL
+    await demo({
+      ...(url ? { url } : {}),
+      workers: intFlag(values.workers ?? '4', '--workers', 1, 1000),
+      seconds: intFlag(values.seconds ?? '3', '--seconds', 1, 1000),
+      out: print,
+    })
+    return EXIT.ok
+  },
 }

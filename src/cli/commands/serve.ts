@@ -47,6 +47,7 @@ export async function serve(args: string[], out: (line: string) => void): Promis
     auth ? 'bearer tokens required' : 'OPEN: no --tokens, anyone who can reach it can lock and force-release',
     embedded && !dataDir ? 'tokens restart at 1 when the server restarts (use --data-dir to keep them increasing)' : '',
     dataDir && dataDir.restartDelayLeftMs() > 0 ? `restarted: grants resume in ${Math.ceil(dataDir.restartDelayLeftMs() / 1000)} s` : '',
+    !embedded && config.dataDir ? '--data-dir is not used: the store keeps its own state' : '',
   ].filter(Boolean)
   out(`baton serve: listening on ${address} with ${store}; ${notes.join('; ')}`)
   out(`try: curl -s -X POST -H 'content-type: application/json' -d '{"ttl":"30s","wait":"5s"}' ${address}/v1/locks/demo/acquire`)

@@ -199,6 +199,16 @@ export class RedisDriver implements Driver {
     this.subscriber.disconnect()
   }
 
+  /** For drivers built from several Redis nodes (redlock): runs one of SCRIPTS on this node. */
+  script(script: ScriptName, name: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+    return this.run(script, name, keys, args)
+  }
+
+  /** For drivers built from several Redis nodes (redlock): this node's command connection. */
+  get connection(): RedisClient {
+    return this.client
+  }
+
   /** Runs a script that takes all five keys of `name`. */
   private call(script: ScriptName, name: string, args: (string | number)[]): Promise<unknown> {
     return this.run(script, name, keyList(lockKeys(this.target.keyPrefix, name)), args)

@@ -23,6 +23,15 @@ export function keyList(keys: LockKeys): string[] {
   return [keys.shared, keys.token, keys.line, keys.lineInfo, keys.exclusive]
 }
 
+/**
+ * The one waiting line of a Redlock name (scripts/redlock-line.lua), apart
+ * from the node's own line keys so that no node ever hands the name over.
+ */
+export function redlockLineKeys(prefix: string, name: string): { line: string; lineInfo: string } {
+  const base = `${prefix}:{${name}}:`
+  return { line: `${base}rq`, lineInfo: `${base}rqi` }
+}
+
 /** SCAN pattern for the hold and line keys of names starting with `namePrefix`. */
 export function scanPattern(prefix: string, namePrefix: string): string {
   return `${escapeGlob(prefix)}:{${escapeGlob(namePrefix)}*}:[hqx]`

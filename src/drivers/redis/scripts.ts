@@ -21,6 +21,9 @@ export const SCRIPTS = {
   forceRelease: { file: 'force-release', numberOfKeys: 5 },
   inspect: { file: 'inspect', numberOfKeys: 5 },
   downgrade: { file: 'downgrade', numberOfKeys: 5 },
+  // Used by the Redlock driver, which runs the scripts above on each of its nodes.
+  redlockLine: { file: 'redlock-line', numberOfKeys: 4 },
+  raiseToken: { file: 'raise-token', numberOfKeys: 1 },
 } as const satisfies Record<string, ScriptSpec>
 
 export type ScriptName = keyof typeof SCRIPTS

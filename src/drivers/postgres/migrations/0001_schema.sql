@@ -149,8 +149,8 @@ LANGUAGE sql AS $$ SELECT set_config('synchronous_commit', 'off', true) $$;
 --                     holder does not bring the whole line back at once);
 --                     holder_* = one current holder, if any
 --   status 'conflict' the name is in use as kind / permits (the caller words it)
--- The common case (a free name, nobody in line) is five statements: the row
--- lock, a look at the line, one read of the holds, and the grant's update and
+-- The common case (a free name, nobody in line) is four statements: the row
+-- lock, one read of the holds and the line, and the grant's update and
 -- insert. (Plain statements, not SQL helper functions: PL/pgSQL keeps their
 -- plans, where a SQL function called for a row would be planned every call.)
 CREATE FUNCTION {{schema}}.acquire(
@@ -174,6 +174,7 @@ DECLARE
   v_waiting boolean;
   v_writer_waiting boolean := false;
   v_handed integer := 0;
+  v_promoted boolean := false;
   v_ignored text;
 BEGIN
   -- Takes the name's row lock, creating the row on first use. No write when
@@ -189,20 +190,24 @@ BEGIN
   END LOOP;
   v_now := clock_timestamp();
 
-  v_waiting := EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name);
-  IF v_waiting THEN
-    -- A hand-over may be due (a lease or lock delay ran out, a stale head).
+  -- The holds, and whether anyone is in line; when someone is, a hand-over
+  -- may be due (a lease or lock delay ran out, a stale head): serve the line,
+  -- and if that granted anything, read the holds again.
+  LOOP
+    SELECT count(*) FILTER (WHERE blocked_until > v_now),
+           count(*) FILTER (WHERE blocked_until > v_now AND mode <> 'read'),
+           min(blocked_until) FILTER (WHERE blocked_until > v_now),
+           count(*) FILTER (WHERE blocked_until <= v_now),
+           max(token) FILTER (WHERE owner = p_owner AND expires_at > v_now),
+           max(expires_at) FILTER (WHERE owner = p_owner AND expires_at > v_now),
+           EXISTS (SELECT 1 FROM {{schema}}.line WHERE name = p_name)
+      INTO v_held, v_others, v_frees_at, v_past, v_mine_token, v_mine_expires, v_waiting
+      FROM {{schema}}.holds WHERE name = p_name;
+    EXIT WHEN NOT v_waiting OR v_promoted;
+    v_promoted := true;
     v_handed := {{schema}}.promote(p_name, v_now, p_channel, v_name.permits);
-  END IF;
-
-  SELECT count(*) FILTER (WHERE blocked_until > v_now),
-         count(*) FILTER (WHERE blocked_until > v_now AND mode <> 'read'),
-         min(blocked_until) FILTER (WHERE blocked_until > v_now),
-         count(*) FILTER (WHERE blocked_until <= v_now),
-         max(token) FILTER (WHERE owner = p_owner AND expires_at > v_now),
-         max(expires_at) FILTER (WHERE owner = p_owner AND expires_at > v_now)
-    INTO v_held, v_others, v_frees_at, v_past, v_mine_token, v_mine_expires
-    FROM {{schema}}.holds WHERE name = p_name;
+    EXIT WHEN v_handed = 0;
+  END LOOP;
   IF v_past > 0 THEN
     DELETE FROM {{schema}}.holds WHERE name = p_name AND blocked_until <= v_now;
   END IF;

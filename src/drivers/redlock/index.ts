@@ -1,0 +1,598 @@
+import type {
+  AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
+  HoldRef, HolderSummary, LockInfo, LockSpec, NodeView, Wake,
+} from '../../core/driver.js'
+import { monotonicNow } from '../../core/clock.js'
+import { BatonError } from '../../core/errors.js'
+import type { StoreUrl } from '../../core/url.js'
+import { createRedisDriver, type RedisDriver } from '../redis/index.js'
+import { lockKeys, wakeChannelPrefix } from '../redis/keys.js'
+import { answeredAll, driftMs, describeFailure, gather, majorityOf, validityMs, type Answer, type NodeCall } from './quorum.js'
+import { Line, type LinePlace, type LineSpot } from './line.js'
+import { RedlockNode } from './node.js'
+import { parseRedlockUrl, type RedlockSettings } from './settings.js'
+
+/**
+ * Redlock over N independent Redis masters. Each node runs the single-node
+ * Redis driver (its scripts and connection code, src/drivers/redis/); this
+ * driver sends every operation to all nodes at once and counts the votes.
+ *
+ * Waiting, without split votes: the nodes never hand a name over by
+ * themselves (attempts never join a node's own line: N lines need not agree,
+ * and N hand-overs to N different heads would leave nobody with a majority).
+ * Instead one line decides the order: it lives on the *line node*, the first
+ * node of the URL that answers (scripts/redlock-line.lua). A release frees the
+ * name on every node and then, on the line node, wakes the head of the line
+ * only; the head asks every node and, the name being free, gets them all.
+ * Waiters behind the head are not woken and send nothing but a refresh of
+ * their line entry every ttl/3, so a hand-over costs the same whatever the
+ * number of waiters.
+ *
+ * A split vote (nobody reached a majority: a newcomer barged in while the head
+ * was asking, or the line node changed during a failure) is resolved without
+ * waiting for a ttl: every loser releases its partial grants at once (and the
+ * release wakes the head of the line), then only the line's head retries at
+ * once; everyone else waits in line behind it for a wake-up, and a contender
+ * with no line entry (the line node unreachable) backs off by a random delay.
+ *
+ * Fencing tokens: each node's grant draws a token from that node's counter
+ * (clock-floored, see redis/scripts/basics.lua). The lease takes the highest
+ * token of its grants, and every granting node whose counter is lower is
+ * raised to it at once (scripts/raise-token.lua, sent before anything else
+ * this client sends that node, so before the hold there can end). Any two
+ * majorities share a node; on that node the later majority's grant comes
+ * after the earlier hold ended, so after the raise, and its counter, hence
+ * the later token, is larger. Limits: a majority must keep its data (a node
+ * restarted empty is kept out of majorities by the restart guard until every
+ * lease it may have held ran out, but its counter restarts from the clock
+ * floor, which only helps where the nodes' clocks agree); a raise delayed past
+ * the ttl by the network; and bounded state (`?fenceTtl=`) drops idle
+ * counters, leaving the clock floor as with a single Redis.
+ */
+
+const CAPABILITIES: Capabilities = {
+  fair: true, rwlock: false, semaphore: false, lockDelay: true, handoff: false, durableTokens: false,
+}
+
+/** Why a kind other than mutex is refused (INVALID_ARGUMENT), for the user and the README. */
+const REFUSED: Partial<Record<LockSpec['kind'], string>> = {
+  semaphore:
+    'a semaphore can not be made safe over Redlock: with 2 permits and 3 nodes, holders granted on nodes {1,2}, {2,3} and ' +
+    '{1,3} each have a majority while no node has more than 2, so 3 hold at once; use redis:// or a consensus store (etcd, ZooKeeper)',
+  rwlock:
+    'read-write locks are not offered over Redlock yet (readers would need the line node to hold back readers behind a waiting ' +
+    'writer, which this version does not do); use a mutex, redis://, or a consensus store',
+}
+
+/** What this client keeps about one of its holds: each node's own token (a node's hold member carries it). */
+interface HoldState {
+  readonly tokens: (bigint | undefined)[]
+}
+
+export class RedlockDriver implements Driver {
+  readonly store = 'redlock'
+  readonly capabilities = CAPABILITIES
+  private readonly majority: number
+  private readonly holds = new Map<string, HoldState>()
+  private readonly spots = new Map<string, LineSpot>()
+  private readonly routes = new Map<string, { name: string; onWake: (wake: Wake) => void }>()
+  private largestTtlMs = 0
+  /** Names with a line lately (monotonic ms until which to join the line first). */
+  private readonly lineSeen = new Map<string, number>()
+  private readonly line: Line
+
+  constructor(
+    private readonly nodes: readonly RedlockNode[],
+    private readonly settings: RedlockSettings,
+    private readonly keyPrefix: string,
+  ) {
+    this.majority = majorityOf(nodes.length)
+    this.line = new Line(keyPrefix, wakeChannelPrefix(keyPrefix))
+    for (const node of nodes) node.onConnected = (driver) => this.adopt(driver)
+  }
+
+  async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    const refusal = REFUSED[request.kind]
+    if (refusal) return { status: 'conflict', detail: refusal }
+    if (request.ttlMs > this.largestTtlMs) this.largestTtlMs = request.ttlMs
+    const spot = this.spots.get(request.owner)
+    // Waiters behind the head, and newcomers while this client saw a line
+    // lately, ask the line first (one command) and leave the nodes alone
+    // unless they are first and the name is free.
+    const behind = spot ? !spot.woken && spot.rank > 0 : request.enqueue && this.contended(request.name)
+    if (behind) {
+      const place = await this.placeInLine(request, true)
+      if (place && !(place.rank === 0 && place.free)) return this.busy(request, undefined, place)
+    }
+    if (spot) spot.woken = false
+    // A round lost to slow answers (not to refusals or dead connections) is
+    // tried again a few times at once, by a random small delay: on a busy
+    // machine a node can miss a short timeout now and then, and that alone
+    // should not fail an acquire.
+    for (let round = 1; ; round++) {
+      try {
+        return await this.attempt(request)
+      } catch (error) {
+        if (round >= SLOW_ROUNDS || !(error instanceof SlowQuorum)) throw unwrapSlow(error)
+        await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 10 * round))
+      }
+    }
+  }
+
+  /** One Redlock round: ask every node, count, keep it or give everything back. */
+  private async attempt(request: AcquireRequest): Promise<AcquireResult> {
+    const started = monotonicNow()
+    const ttl = request.ttlMs
+    const nodeRequest: AcquireRequest = { ...request, enqueue: false, queueTtlMs: 0 }
+    const state: HoldState = { tokens: new Array(this.nodes.length).fill(undefined) }
+    const counted = this.countingNodes()
+    // Fair: who waits, asked on the line node in the same round trip; a
+    // majority with others ahead in line is not taken (they were woken for
+    // it). Not fair: newcomers may barge, as with one Redis; while this
+    // client saw a line lately its newcomers join it first (acquire()), and a
+    // barger that splits the vote with the head goes behind it.
+    const lineNode = this.lineNode()
+    const peek = lineNode && request.fair ? this.line.place(lineNode.driver!, request, false).catch(() => undefined) : undefined
+    const calls = this.nodes.map((node, i): NodeCall<AcquireResult> => {
+      const driver = node.driver
+      if (!driver) return node.unreachable()
+      return () => driver.acquire(nodeRequest).then((result) => {
+        if (result.status === 'granted') state.tokens[i] = result.token
+        return result
+      })
+    })
+    const answers = await gather(calls, this.settings.timeoutMs, (partial) => this.decided(partial, counted))
+    const elapsed = monotonicNow() - started
+    const drift = driftMs(ttl, this.settings.driftFactor, this.settings.driftMs)
+    const granted = answers.filter((a, i) => counted[i] && isGranted(a)).length
+    const validity = validityMs(ttl, elapsed, drift)
+    const line = await peek
+    if (line && line.length > (this.spots.has(request.owner) ? 1 : 0)) this.sawLine(request.name)
+    const yields = line !== undefined && line.rank > 0
+
+    if (granted >= this.majority && validity > 0 && !yields) {
+      let token = 0n
+      for (const t of state.tokens) if (t !== undefined && t > token) token = t
+      this.raiseTokens(request.name, state.tokens, token)
+      this.holds.set(request.owner, state)
+      if (this.spots.delete(request.owner)) this.leaveLine(request)
+      // The core counts this from when it sent the attempt (no later than
+      // `started`), so right now the lease shows ttl − elapsed − drift: the
+      // Redlock validity, and it keeps following it from there.
+      return { status: 'granted', token, ttlMs: ttl - drift }
+    }
+
+    // Not ours: give back every node, also those that did not answer (a late
+    // grant lands before this release on the same connection).
+    // Wake the head of the line if this attempt may have held the line node
+    // (the head reads "free" there); never when this owner is the head itself.
+    const lineAnswer = lineNode ? answers[lineNode.index] : undefined
+    const mayBlockHead = lineAnswer !== undefined && (isGranted(lineAnswer) || lineAnswer.kind !== 'answered')
+    const isHead = this.spots.get(request.owner)?.rank === 0
+    await this.releaseEverywhere(request, state.tokens, mayBlockHead && !isHead, false)
+    const conflict = answers.find((a): a is { kind: 'answered'; value: Extract<AcquireResult, { status: 'conflict' }> } =>
+      a.kind === 'answered' && a.value.status === 'conflict')
+    if (conflict) return conflict.value
+    const heard = answers.filter((a, i) => counted[i] && a.kind === 'answered').length
+    if (granted >= this.majority && !yields) {
+      throw this.quorumError(request.name, answers, counted,
+        `a majority granted "${request.name}" but only after ${Math.round(elapsed)} ms, leaving no validity of the ${ttl} ms ttl ` +
+        `(drift ${drift} ms); it was released everywhere. Raise "ttl", or look at the nodes' latency`)
+    }
+    if (heard < this.majority) {
+      const slow = answers.some((a, i) => counted[i] && a.kind === 'timeout') && heard + answers.filter((a) => a.kind === 'timeout').length >= this.majority
+      const error = this.quorumError(request.name, answers, counted,
+        `only ${heard} of ${this.nodes.length} redlock nodes answered in time for "${request.name}" (a majority is ${this.majority})`)
+      throw slow ? new SlowQuorum(error) : error
+    }
+    // Held by someone, others first in line, or a split vote: that is
+    // contention, not an outage.
+    return this.busy(request, answers, request.enqueue ? await this.placeInLine(request, true) : line)
+  }
+
+  /** This client saw others in line for `name` lately: newcomers join the line before asking the nodes. */
+  private contended(name: string): boolean {
+    const until = this.lineSeen.get(name)
+    if (until === undefined) return false
+    if (until > monotonicNow()) return true
+    this.lineSeen.delete(name)
+    return false
+  }
+
+  private sawLine(name: string): void {
+    if (this.lineSeen.size >= 10_000) this.lineSeen.clear()
+    this.lineSeen.set(name, monotonicNow() + CONTENDED_FOR_MS)
+  }
+
+  /**
+   * The attempt failed for sure, and it is known whether for contention or
+   * an outage. A success waits for every node (up to the per-node timeout),
+   * so the lease's token is the highest that any node drew for it, as
+   * inspect() shows.
+   */
+  private decided(partial: readonly (Answer<AcquireResult> | undefined)[], counted: boolean[]): boolean {
+    let yes = 0
+    let heard = 0
+    let open = 0
+    partial.forEach((a, i) => {
+      if (!counted[i]) return
+      if (a === undefined) open += 1
+      else if (a.kind === 'answered') {
+        heard += 1
+        if (isGranted(a)) yes += 1
+      }
+    })
+    if (yes + open >= this.majority) return false
+    // Lost for sure; also known why: a majority answered (contention), or
+    // too few can (an outage). Otherwise wait, so busy is never reported as down.
+    return heard >= this.majority || heard + open < this.majority
+  }
+
+  /** A busy answer: when to try again, and who holds the name. */
+  private busy(request: AcquireRequest, answers: Answer<AcquireResult>[] | undefined, place: LinePlace | undefined): AcquireResult {
+    const busy = (answers ?? []).flatMap((a) => (a.kind === 'answered' && a.value.status === 'busy' ? [a.value] : []))
+    const holder = mostCommonHolder(busy.map((b) => b.holder))
+    // When a majority could be free again without a wake-up.
+    const hints = busy.map((b) => b.retryAfterMs).sort((x, y) => x - y)
+    let retryAfterMs = hints[Math.min(hints.length - 1, this.majority - 1)] ?? request.ttlMs
+    if (place && place.rank === 0 && place.free) {
+      // First in line and the name is free here: the head retries first, at once.
+      retryAfterMs = 0
+    } else if (!place && request.enqueue) {
+      // No line to wait in (the line node is unreachable): back off by a random delay.
+      retryAfterMs = Math.min(retryAfterMs, 10 + Math.random() * 40)
+    }
+    return { status: 'busy', retryAfterMs, ...(holder ? { holder } : {}) }
+  }
+
+  /** Joins (or refreshes, or only peeks at) the line; undefined when the line node is unreachable. */
+  private async placeInLine(request: AcquireRequest, join: boolean): Promise<LinePlace | undefined> {
+    const node = this.lineNode()
+    if (!node) return undefined
+    try {
+      const place = await this.line.place(node.driver!, request, join)
+      if (place.length > 1) this.sawLine(request.name)
+      if (join) {
+        const spot = this.spots.get(request.owner)
+        if (spot) spot.rank = place.rank
+        else this.spots.set(request.owner, { rank: place.rank, woken: false, node: node.index })
+      }
+      return place
+    } catch {
+      return undefined
+    }
+  }
+
+  private leaveLine(spec: LockSpec & { owner: string }): void {
+    const node = this.lineNode()
+    if (node) this.line.leave(node.driver!, spec).catch(() => {})
+  }
+
+  async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
+    const started = monotonicNow()
+    const states = holds.map((hold) => this.holds.get(hold.owner))
+    const counted = this.countingNodes()
+    const calls = this.nodes.map((node, i): NodeCall<ExtendResult[]> => {
+      const driver = node.driver
+      if (!driver) return node.unreachable()
+      // Only holds this node granted (with its own token) can be extended there.
+      const here = holds.flatMap((hold, h) => {
+        const token = states[h]?.tokens[i]
+        return token === undefined ? [] : [{ ...hold, token }]
+      })
+      if (here.length === 0) return () => Promise.resolve([])
+      return () => driver.extend(here, ttlMs).then((results) => {
+        // Back in input order, with "lost" where this node had nothing.
+        let next = 0
+        return holds.map((_, h) => (states[h]?.tokens[i] === undefined ? { status: 'lost' as const } : results[next++]!))
+      })
+    })
+    const answers = await gather(calls, this.settings.timeoutMs, (partial) => answeredAll(partial) || this.extendDecided(partial, counted, holds.length))
+    const drift = driftMs(ttlMs, this.settings.driftFactor, this.settings.driftMs)
+    const validity = validityMs(ttlMs, monotonicNow() - started, drift)
+    let unsure = false
+    const results = holds.map((hold, h): ExtendResult => {
+      if (!states[h]) return { status: 'lost' }
+      let extended = 0
+      let gone = 0
+      answers.forEach((a, i) => {
+        if (a.kind !== 'answered') return
+        if (a.value[h]?.status === 'extended') {
+          if (counted[i]) extended += 1
+        } else gone += 1
+      })
+      if (extended >= this.majority && validity > 0) return { status: 'extended', ttlMs: ttlMs - drift }
+      if (gone > this.nodes.length - this.majority) {
+        this.holds.delete(hold.owner)
+        return { status: 'lost' }
+      }
+      unsure = true
+      return { status: 'lost' }
+    })
+    if (unsure) {
+      // Not enough nodes answered: a transport failure for the watchdog to
+      // retry until the lease's deadline, not a verdict.
+      throw this.quorumError(holds[0]!.name, answers, counted,
+        `could not extend ${holds.length === 1 ? `"${holds[0]!.name}"` : `${holds.length} holds`} on a majority of the redlock nodes in time`)
+    }
+    return results
+  }
+
+  private extendDecided(partial: readonly (Answer<ExtendResult[]> | undefined)[], counted: boolean[], count: number): boolean {
+    for (let h = 0; h < count; h++) {
+      let yes = 0
+      partial.forEach((a, i) => {
+        if (counted[i] && a?.kind === 'answered' && a.value[h]?.status === 'extended') yes += 1
+      })
+      if (yes < this.majority) return false
+    }
+    return true
+  }
+
+  async release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
+    const state = this.holds.get(hold.owner)
+    this.holds.delete(hold.owner)
+    const inLine = this.spots.delete(hold.owner)
+    const released = await this.releaseEverywhere(hold, state?.tokens ?? [], true, inLine)
+    return released
+  }
+
+  /**
+   * Releases `owner` on every node (by its token there when known, else by
+   * owner), then wakes the head of the line on the line node, after the
+   * release on the same connection.
+   */
+  private async releaseEverywhere(
+    spec: LockSpec & { readonly owner: string }, tokens: readonly (bigint | undefined)[], wake: boolean, leave: boolean,
+  ): Promise<boolean> {
+    const lineNode = this.lineNode()
+    const calls = this.nodes.map((node, i): NodeCall<boolean> => {
+      const driver = node.driver
+      if (!driver) return node.unreachable()
+      return () => {
+        const token = tokens[i]
+        const done = driver.release(token === undefined ? withoutToken(spec) : { ...withoutToken(spec), token })
+        if (node === lineNode) {
+          if (leave) this.line.leave(driver, spec).catch(() => {})
+          if (wake) this.line.wake(driver, spec.name).catch(() => {})
+        }
+        return done
+      }
+    })
+    const answers = await gather(calls, this.settings.timeoutMs, () => false)
+    return answers.some((a) => a.kind === 'answered' && a.value)
+  }
+
+  /** Raises the counters of granting nodes that drew a lower token than the lease's (see the class comment). */
+  private raiseTokens(name: string, tokens: readonly (bigint | undefined)[], token: bigint): void {
+    tokens.forEach((t, i) => {
+      const driver = this.nodes[i]!.driver
+      if (t !== undefined && t < token && driver) {
+        driver.script('raiseToken', name, [lockKeys(this.keyPrefix, name).token], [token.toString()]).catch(() => {})
+      }
+    })
+  }
+
+  watch(name: string, owner: string, onWake: (wake: Wake) => void): () => void {
+    const route = { name, onWake }
+    this.routes.set(owner, route)
+    const fromNode = (wake: Wake): void => this.deliver(owner, wake)
+    for (const node of this.nodes) node.driver?.watch(name, owner, fromNode)
+    return () => {
+      if (this.routes.get(owner) !== route) return
+      this.routes.delete(owner)
+      // Also drops what adopt() registered on nodes that connected later:
+      // registering and unregistering at once removes whatever was there.
+      for (const node of this.nodes) node.driver?.watch(name, owner, fromNode)()
+    }
+  }
+
+  /** Wake-ups from the nodes: "retry" from the line node, "lost" from each node a forced release dropped. */
+  private deliver(owner: string, wake: Wake): void {
+    const route = this.routes.get(owner)
+    if (!route) return
+    if (wake.type === 'retry') {
+      // Woken by a release (the head) or a forced release (everyone, the
+      // line emptied): ask the nodes at once.
+      const spot = this.spots.get(owner)
+      if (spot) {
+        spot.woken = true
+        spot.rank = 0
+      }
+      route.onWake(wake)
+    } else if (wake.type === 'lost') {
+      if (this.holds.delete(owner)) route.onWake(wake)
+    }
+    // 'granted' never comes: nobody is in a node's own line.
+  }
+
+  /** A node that connected after start-up: route the current owners' wake-ups through it too. */
+  private adopt(driver: RedisDriver): void {
+    for (const [owner, route] of this.routes) driver.watch(route.name, owner, (wake) => this.deliver(owner, wake))
+  }
+
+  async inspect(name: string): Promise<(LockInfo & { readonly nodes: readonly NodeView[] }) | null> {
+    const counted = this.countingNodes()
+    const calls = this.nodes.map((node): NodeCall<LockInfo | null> => (node.driver ? () => node.driver!.inspect(name) : node.unreachable()))
+    const lineNode = this.lineNode()
+    const [answers, waiters] = await Promise.all([
+      gather(calls, this.settings.timeoutMs, () => false),
+      lineNode ? this.line.list(lineNode.driver!, name).catch(() => [] as string[]) : Promise.resolve([] as string[]),
+    ])
+    const views: NodeView[] = answers.map((a, i) => {
+      const node = this.nodes[i]!
+      const guard = node.guardState(this.largestTtlMs)
+      if (a.kind !== 'answered') return { node: node.display, state: 'down', reason: describeFailure(a, this.settings.timeoutMs) }
+      const base = { node: node.display, state: guard.state, ...(guard.state === 'excluded' ? { reason: guard.reason } : {}) }
+      return a.value ? { ...base, holders: a.value.holders, lastToken: a.value.lastToken } : base
+    })
+    const infos = answers.flatMap((a, i) => (counted[i] && a.kind === 'answered' && a.value ? [a.value] : []))
+    // A holder is one that a majority of the nodes has; partial grants of a
+    // split vote are on their way out.
+    const byOwner = new Map<string, HolderSummary[]>()
+    for (const info of infos) for (const h of info.holders) byOwner.set(h.owner, [...(byOwner.get(h.owner) ?? []), h])
+    const holders: HolderSummary[] = []
+    for (const [owner, seen] of byOwner) {
+      if (seen.length < this.majority) continue
+      // The end a majority still has; the token of the grant is the highest
+      // of its nodes' tokens (the lease took the highest of all that answered).
+      const ends = seen.map((h) => h.expiresAt).sort((x, y) => y - x)
+      const token = seen.map((h) => h.token).sort(descending)[0]!
+      holders.push({ owner, token, mode: seen[0]!.mode, expiresAt: ends[this.majority - 1]! })
+    }
+    // Null only when no node has anything: a hold left on a minority (a node
+    // excluded, a split vote on its way out) still shows in the per-node view.
+    if (holders.length === 0 && waiters.length === 0 && !views.some((v) => v.holders?.length)) return null
+    // The highest counter that a majority has reached: every granted token
+    // was raised onto its majority, so it is at least each of them, and any
+    // later majority shares a node with those, so the next token is above it.
+    // (A single node's counter can be higher: a late or partial grant.)
+    const counters = infos.map((info) => info.lastToken).sort(descending)
+    const lastToken = counters[Math.min(counters.length, this.majority) - 1] ?? 0n
+    const first = infos[0]
+    return {
+      name,
+      kind: first?.kind ?? 'mutex',
+      fair: first?.fair ?? false,
+      permits: 1,
+      holders,
+      waiters: waiters.map((owner) => ({ owner, mode: 'exclusive' as const })),
+      lastToken,
+      nodes: views,
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<LockInfo> {
+    const names = new Set<string>()
+    const reached = await Promise.all(this.nodes.map(async (node) => {
+      if (!node.driver) return false
+      try {
+        for await (const info of node.driver.list(prefix)) names.add(info.name)
+        return true
+      } catch {
+        return false
+      }
+    }))
+    if (reached.filter(Boolean).length < this.majority) {
+      throw new BatonError('QUORUM_NOT_REACHED', `list() reached only ${reached.filter(Boolean).length} of ${this.nodes.length} redlock nodes`)
+    }
+    for (const name of [...names].sort()) {
+      const info = await this.inspect(name)
+      if (info) yield info
+    }
+  }
+
+  async forceRelease(name: string): Promise<boolean> {
+    const lineNode = this.lineNode()
+    const calls = this.nodes.map((node): NodeCall<boolean> => {
+      const driver = node.driver
+      if (!driver) return node.unreachable()
+      return () => {
+        const done = driver.forceRelease(name)
+        if (node === lineNode) this.line.wakeAll(driver, name).catch(() => {})
+        return done
+      }
+    })
+    const answers = await gather(calls, this.settings.timeoutMs, () => false)
+    return answers.some((a) => a.kind === 'answered' && a.value)
+  }
+
+  async close(): Promise<void> {
+    this.routes.clear()
+    await Promise.all(this.nodes.map((node) => node.close()))
+  }
+
+  /** Which nodes' votes count now (the restart guard). */
+  private countingNodes(): boolean[] {
+    return this.nodes.map((node) => node.guardState(this.largestTtlMs).state === 'counted')
+  }
+
+  /** The node that keeps the line: the first of the URL that is connected. */
+  private lineNode(): RedlockNode | undefined {
+    return this.nodes.find((node) => node.ready)
+  }
+
+  private quorumError(name: string, answers: readonly Answer<unknown>[], counted: boolean[], summary: string): BatonError {
+    const nodes: Record<string, string> = {}
+    answers.forEach((a, i) => {
+      const node = this.nodes[i]!
+      const guard = node.guardState(this.largestTtlMs)
+      if (a.kind !== 'answered') nodes[node.display] = describeFailure(a, this.settings.timeoutMs)
+      else if (!counted[i]) nodes[node.display] = guard.state === 'excluded' ? guard.reason : 'reconnected; its run_id is not checked yet'
+      else nodes[node.display] = describeAnswer(a.value)
+    })
+    const causes = Object.entries(nodes).map(([node, why]) => `${node}: ${why}`).join('; ')
+    return new BatonError('QUORUM_NOT_REACHED', `${summary} [${causes}]`, { lockName: name, nodes })
+  }
+}
+
+/** How long seeing a line makes this client's newcomers for that name join it before asking the nodes. */
+const CONTENDED_FOR_MS = 1000
+
+/** Rounds an acquire makes when a majority was missed only because nodes answered too late. */
+const SLOW_ROUNDS = 3
+
+/** QUORUM_NOT_REACHED because answers came too late: worth another round at once. */
+class SlowQuorum extends Error {
+  constructor(readonly error: BatonError) {
+    super(error.message)
+  }
+}
+
+function unwrapSlow(error: unknown): unknown {
+  return error instanceof SlowQuorum ? error.error : error
+}
+
+const descending = (x: bigint, y: bigint): number => (x > y ? -1 : x < y ? 1 : 0)
+
+function isGranted(answer: Answer<AcquireResult>): boolean {
+  return answer.kind === 'answered' && answer.value.status === 'granted'
+}
+
+function describeAnswer(value: unknown): string {
+  if (value && typeof value === 'object' && 'status' in value) {
+    const status = (value as { status: string }).status
+    if (status === 'busy') return 'held by another owner'
+    return status
+  }
+  return 'answered'
+}
+
+function withoutToken(spec: LockSpec & { readonly owner: string }): LockSpec & { owner: string } {
+  return {
+    name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
+    lockDelayMs: spec.lockDelayMs, owner: spec.owner,
+  }
+}
+
+function mostCommonHolder(holders: readonly (HolderSummary | undefined)[]): HolderSummary | undefined {
+  const counts = new Map<string, { holder: HolderSummary; n: number }>()
+  for (const h of holders) {
+    if (!h) continue
+    const seen = counts.get(h.owner)
+    if (seen) seen.n += 1
+    else counts.set(h.owner, { holder: h, n: 1 })
+  }
+  let best: { holder: HolderSummary; n: number } | undefined
+  for (const c of counts.values()) if (!best || c.n > best.n) best = c
+  return best?.holder
+}
+
+export const createRedlockDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
+  const settings = parseRedlockUrl(url)
+  const nodes = settings.nodes.map((nodeUrl, index) => new RedlockNode(index, nodeUrl, options, settings.maxTtlMs))
+  const failures = await Promise.all(nodes.map((node) => node.start(createRedisDriver)))
+  const up = failures.filter((f) => f === undefined).length
+  if (up < majorityOf(nodes.length)) {
+    await Promise.all(nodes.map((node) => node.close()))
+    const causes: Record<string, string> = {}
+    nodes.forEach((node, i) => { causes[node.display] = failures[i] ?? 'connected' })
+    throw new BatonError(
+      'QUORUM_NOT_REACHED',
+      `only ${up} of ${nodes.length} redlock nodes of ${url.display} could be reached (a majority is ${majorityOf(nodes.length)}) [` +
+        Object.entries(causes).map(([n, why]) => `${n}: ${why}`).join('; ') + ']; start the nodes, or raise "connectTimeout"',
+      { nodes: causes },
+    )
+  }
+  return new RedlockDriver(nodes, settings, settings.keyPrefix)
+}
