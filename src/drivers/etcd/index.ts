@@ -313,8 +313,8 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   // ---- SlotStore ----
 
   async drop(slot: EtcdSlot): Promise<void> {
-    // A lease this client no longer keeps took its keys with it.
-    if (this.leases.get(slot.lease.seconds) !== slot.lease) return
+    // Even when etcd3 reported the lease lost: etcd may still keep it (a new
+    // leader renews every lease), so the key is deleted all the same.
     await this.deleteKeys([slot.id])
   }
 
