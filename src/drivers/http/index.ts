@@ -4,6 +4,7 @@ import type {
   LockInfo, LockSpec, Wake,
 } from '../../core/driver.js'
 import { backendUnavailable, invalidArgument } from '../../core/errors.js'
+import { monotonicNow } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
 import { Api, toApiError, unexpected, type ApiError } from './api.js'
 import { LossStream } from './loss-stream.js'
@@ -31,7 +32,12 @@ interface Held {
   leaseId: string
   token: bigint
   digest: string
+  /** Monotonic ms after which the server has surely let it go (unless renewed). */
+  until: number
 }
+
+/** Holds past their end by this much are forgotten even if never released (a lease left to expire). */
+const FORGET_AFTER_MS = 60_000
 
 /** A waiting acquire: one streamed request that is in the server's line. */
 interface Poll {
@@ -80,6 +86,7 @@ export class HttpDriver implements Driver {
   private readonly polls = new Map<string, Poll>()
   private readonly watchers = new Map<string, (wake: Wake) => void>()
   private readonly losses: LossStream
+  private grantsSincePrune = 0
 
   constructor(private readonly api: Api, readonly capabilities: Capabilities) {
     this.losses = new LossStream(api, (digest, reason) => {
@@ -119,8 +126,11 @@ export class HttpDriver implements Driver {
     ids.forEach((id, i) => {
       if (id === undefined) return
       const result = answer.body.results[next++]
-      if (result?.status === 'extended' && result.ttlMs !== undefined) results[i] = { status: 'extended', ttlMs: result.ttlMs }
-      else this.forget(holds[i]!.owner)
+      if (result?.status === 'extended' && result.ttlMs !== undefined) {
+        results[i] = { status: 'extended', ttlMs: result.ttlMs }
+        const mine = this.held.get(holds[i]!.owner)
+        if (mine) mine.until = monotonicNow() + result.ttlMs
+      } else this.forget(holds[i]!.owner)
     })
     return results
   }
@@ -206,7 +216,12 @@ export class HttpDriver implements Driver {
   }
 
   private remember(owner: string, body: GrantBody): void {
-    this.held.set(owner, { leaseId: body.leaseId, token: BigInt(body.token), digest: body.owner })
+    const now = monotonicNow()
+    if (++this.grantsSincePrune >= 256) {
+      this.grantsSincePrune = 0
+      for (const [other, held] of this.held) if (held.until + FORGET_AFTER_MS < now) this.forget(other)
+    }
+    this.held.set(owner, { leaseId: body.leaseId, token: BigInt(body.token), digest: body.owner, until: now + body.ttlMs })
     ownersByDigest.set(body.owner, owner)
     this.losses.need(true)
   }
