@@ -70,8 +70,11 @@ export class Hold implements ScopedHold {
   confirm(startedAt: number, ttlMs: number): void {
     if (this.state !== 'held') return
     this.deadline = startedAt + ttlMs
-    // Fire before the store lets go, never after it.
-    const lossIn = this.deadline - safetyMarginMs(this.ttlMs) - monotonicNow()
+    // Fire before the store lets go, never after it. Whole milliseconds
+    // (rounded down, so still early): node keeps one timer list per distinct
+    // delay, so holds of one ttl share a list instead of each adding (and on
+    // release removing) its own list in the timer heap.
+    const lossIn = Math.floor(this.deadline - safetyMarginMs(this.ttlMs) - monotonicNow())
     clearTimeout(this.lossTimer)
     this.lossTimer = setTimeout(expireHold, Math.max(0, lossIn), this)
     this.lossTimer.unref()

@@ -7,7 +7,7 @@ import { backendUnavailable, invalidArgument } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 import { WakeRoutes } from '../../core/wake-routes.js'
 import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
-import { keyList, lockKeys, nameOfKey, scanPattern, shardedWakeChannelPrefix, slotOfName, wakeChannelPrefix } from './keys.js'
+import { lockKeys, nameOfKey, scriptArgv, scanPattern, shardedWakeChannelPrefix, slotOfName, wakeChannelPrefix } from './keys.js'
 import { loadScripts, Scripts, type ScriptName } from './scripts.js'
 
 const CAPABILITIES: Capabilities = {
@@ -212,12 +212,16 @@ export class RedisDriver implements Driver {
 
   /** Runs a script that takes all five keys of `name`. */
   private call(script: ScriptName, name: string, args: (string | number)[]): Promise<unknown> {
-    return this.run(script, name, keyList(lockKeys(this.target.keyPrefix, name)), args)
+    return this.runArgv(script, name, scriptArgv(this.target.keyPrefix, name, args))
   }
 
-  private async run(script: ScriptName, name: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+  private run(script: ScriptName, name: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+    return this.runArgv(script, name, [...keys, ...args])
+  }
+
+  private async runArgv(script: ScriptName, name: string, argv: (string | number)[]): Promise<unknown> {
     try {
-      return await this.scripts.run(this.client, script, keys, args)
+      return await this.scripts.runArgv(this.client, script, argv)
     } catch (cause) {
       if (isForeign(cause)) {
         throw invalidArgument(

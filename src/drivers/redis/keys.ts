@@ -24,6 +24,18 @@ export function keyList(keys: LockKeys): string[] {
 }
 
 /**
+ * keyList(lockKeys(prefix, name)) followed by `args`, as one array: the
+ * argument list of a script that takes all five keys, built without the
+ * intermediate object and arrays (it is made for every acquire and release).
+ */
+export function scriptArgv(prefix: string, name: string, args: readonly (string | number)[]): (string | number)[] {
+  const base = `${prefix}:{${name}}:`
+  const argv: (string | number)[] = [`${base}h`, `${base}t`, `${base}q`, `${base}qi`, `${base}x`]
+  for (const arg of args) argv.push(arg)
+  return argv
+}
+
+/**
  * The one waiting line of a Redlock name (scripts/redlock-line.lua), apart
  * from the node's own line keys so that no node ever hands the name over.
  */

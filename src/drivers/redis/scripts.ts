@@ -77,7 +77,12 @@ export class Scripts {
   }
 
   run(client: Client, name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return this.runArgv(client, name, [...keys, ...args])
+  }
+
+  /** Runs a script on its keys then arguments, given as one array. */
+  runArgv(client: Client, name: ScriptName, argv: (string | number)[]): Promise<unknown> {
     const runner = (client as unknown as Record<string, Runner>)[this.commands.get(name)!]!
-    return runner.call(client, ...keys, ...args)
+    return runner.apply(client, argv)
   }
 }
