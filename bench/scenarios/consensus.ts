@@ -8,14 +8,13 @@
 import zookeeper from 'node-zookeeper-client'
 import { startEtcd } from '../../test/harness/etcd.js'
 import { startZookeeper } from '../../test/harness/zookeeper.js'
-import { analyzeGrants, contendedFlows } from '../flows.js'
+import { contendedFlows } from '../flows.js'
 import { createContender, spec, specId, specLabel, type ContenderSpec, type PeerId } from '../peers/index.js'
 import { fmtMs, fmtNum, fmtRate, fmtRatio, median, table } from '../report.js'
 import type { BenchContext, Scenario, ScenarioResult, SummaryRow } from '../types.js'
-import { alternate, failureNote, oks, runTag, wallNow, type Outcome } from '../util.js'
-import { keyPart, medianOf } from './common.js'
-import { forkedFlows, noHandoffReason } from './forked.js'
-import { DRAIN_MS, FLOWS, HANDOFF_HEADERS, handoffCells, handoffNotes, HOLD_MS, PROCESSES, type HandoffRun } from './handoff.js'
+import { failureNote, oks, runTag, wallNow } from '../util.js'
+import { medianOf } from './common.js'
+import { DRAIN_MS, FLOWS, HANDOFF_HEADERS, handoffCells, handoffNotes, HOLD_MS, measureHandoffs, PROCESSES, type Entry, type HandoffRun } from './handoff.js'
 import { pairsScenario } from './pairs.js'
 
 type Store = 'etcd' | 'zookeeper'
@@ -75,11 +74,6 @@ export const zkPairs = on('zookeeper', pairsScenario({
   minRatio: 1.0,
 }))
 
-interface Entry {
-  readonly id: string
-  readonly label: string
-  readonly spec: ContenderSpec
-}
 
 /** Figure 3's setup on a consensus store: baton against `peers`, targets as ratios against each. */
 function consensusHandoff(store: Store, id: string, figure: string, peers: { spec: ContenderSpec; target: number }[]): Scenario {
@@ -92,19 +86,7 @@ function consensusHandoff(store: Store, id: string, figure: string, peers: { spe
       const windowMs = ctx.pick(2000, 1000)
       const warmupMs = ctx.pick(300, 200)
       const entries: Entry[] = [spec('baton'), ...peers.map((p) => p.spec)].map((s) => ({ id: specId(s), label: specLabel(s), spec: s }))
-      const forked = forkedFlows(ctx, { processes: PROCESSES, flows: FLOWS, holdMs: HOLD_MS, drainMs: DRAIN_MS, warmupMs, windowMs })
-      const measure = async (entry: Entry, run: number): Promise<HandoffRun> => {
-        const r = await forked.run(entry.spec, `bench/${runTag}/${id}/${keyPart(entry.id)}/${run}`)
-        const stats = analyzeGrants(r.grants, forked.flowIds, r.from, r.to)
-        if (stats.handoffs === 0) throw new Error(noHandoffReason(windowMs, stats.grants, r))
-        return { stats, errors: r.errors, counters: r.counters, stuckFlows: r.stuckFlows }
-      }
-      let results: Map<string, Outcome<HandoffRun>[]>
-      try {
-        results = await alternate(runs, entries, measure, { timeoutMs: windowMs + warmupMs + DRAIN_MS + 30_000, log: ctx.log })
-      } finally {
-        await forked.close()
-      }
+      const results = await measureHandoffs(ctx, entries, id, { runs, windowMs, warmupMs })
       const baton = entries[0]!
       const rate = (r: HandoffRun): number => r.stats.handoffsPerSec
       const ratioTo = (peer: Entry): number => median(results.get(baton.id)!.flatMap((b, i) => {

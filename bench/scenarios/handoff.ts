@@ -22,7 +22,7 @@ const TARGET_RATIO = 1.5
 const TARGET_P50_MS = 0.5
 const TARGET_JAIN = 0.9
 
-interface Entry {
+export interface Entry {
   readonly id: string
   readonly label: string
   readonly spec: ContenderSpec
@@ -50,22 +50,7 @@ export const handoff: Scenario = {
       spec('redis-semaphore', 'fast'), spec('redis-semaphore', 'default'),
     ]
     const entries: Entry[] = specs.map((s) => ({ id: specId(s), label: specLabel(s), spec: s }))
-    const forked = forkedFlows(ctx, { processes: PROCESSES, flows: FLOWS, holdMs: HOLD_MS, drainMs: DRAIN_MS, warmupMs, windowMs })
-
-    const measure = async (entry: Entry, run: number): Promise<HandoffRun> => {
-      const key = `bench/${runTag}/handoff/${keyPart(entry.id)}/${run}`
-      const r = await forked.run(entry.spec, key)
-      const stats = analyzeGrants(r.grants, forked.flowIds, r.from, r.to)
-      if (stats.handoffs === 0) throw new Error(noHandoffReason(windowMs, stats.grants, r))
-      return { stats, errors: r.errors, counters: r.counters, stuckFlows: r.stuckFlows }
-    }
-
-    let results: Map<string, Outcome<HandoffRun>[]>
-    try {
-      results = await alternate(runs, entries, measure, { timeoutMs: windowMs + warmupMs + DRAIN_MS + 30_000, log: ctx.log })
-    } finally {
-      await forked.close()
-    }
+    const results = await measureHandoffs(ctx, entries, 'handoff', { runs, windowMs, warmupMs })
     return report(entries, results, runs, windowMs)
   },
 }
@@ -190,4 +175,28 @@ export function handoffNotes(ok: readonly HandoffRun[]): string[] {
     overlaps > 0 ? `⚠ ${overlaps} grants before the previous release started` : '',
     stuck > 0 ? `⚠ ${stuck} flows still waiting ${DRAIN_MS / 1000} s after the window` : '',
   ].filter(Boolean)
+}
+
+/**
+ * Figure 3's measurement, shared by every store's hand-over scenario: the
+ * contenders' flows in PROCESSES processes on one key, runs alternated
+ * between contenders, each run failing when nobody was handed the lock.
+ */
+export async function measureHandoffs(
+  ctx: BenchContext, entries: readonly Entry[], id: string,
+  window: { runs: number; windowMs: number; warmupMs: number },
+): Promise<Map<string, Outcome<HandoffRun>[]>> {
+  const { runs, windowMs, warmupMs } = window
+  const forked = forkedFlows(ctx, { processes: PROCESSES, flows: FLOWS, holdMs: HOLD_MS, drainMs: DRAIN_MS, warmupMs, windowMs })
+  const measure = async (entry: Entry, run: number): Promise<HandoffRun> => {
+    const r = await forked.run(entry.spec, `bench/${runTag}/${id}/${keyPart(entry.id)}/${run}`)
+    const stats = analyzeGrants(r.grants, forked.flowIds, r.from, r.to)
+    if (stats.handoffs === 0) throw new Error(noHandoffReason(windowMs, stats.grants, r))
+    return { stats, errors: r.errors, counters: r.counters, stuckFlows: r.stuckFlows }
+  }
+  try {
+    return await alternate(runs, [...entries], measure, { timeoutMs: windowMs + warmupMs + DRAIN_MS + 30_000, log: ctx.log })
+  } finally {
+    await forked.close()
+  }
 }
