@@ -9,6 +9,17 @@ import { scopeInFlow, type Reentry } from './reentrancy.js'
 import { obtain, WakeRoute, type AttemptRequest } from './waiter.js'
 import { Watchdog } from './watchdog.js'
 
+/** A grant handed out without a Hold (the lock server's leases). */
+export interface DetachedGrant {
+  readonly ref: HoldRef
+  /** The lease the store set, counted from `startedAt` (monotonic) or later. */
+  readonly ttlMs: number
+  readonly startedAt: number
+  readonly waitedMs: number
+  /** Taken away (forced release) before the caller saw the grant. */
+  readonly lost: boolean
+}
+
 export interface TakeOptions {
   ttlMs: number
   /** 0: one attempt only (tryAcquire). Infinity: until granted or aborted. */
@@ -70,37 +81,11 @@ export class Keeper {
         }
       }
 
-      const owner = this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId)
-      const route = new WakeRoute()
-      const unwatch = this.driver.watch(spec.name, owner, route.deliver)
-      const started = monotonicNow()
-      // One object serves as every attempt's request and then as the hold's ref.
-      // Spelled out, not spread: V8 turns `{ ...spec, more }` into a slow
-      // dictionary object, which cost more than the rest of an acquire.
-      const request: AttemptRequest & { token: bigint } = {
-        name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
-        lockDelayMs: spec.lockDelayMs, owner, ttlMs: options.ttlMs, enqueue: false, queueTtlMs: 0, retry: false, token: 0n,
-      }
-      let grant
-      try {
-        grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closingSignal, options.onWaiting)
-      } catch (error) {
-        unwatch()
-        throw error
-      }
-      if (!grant) {
-        unwatch()
-        return null
-      }
-      if (this.closed) {
-        // close() came while the grant was on its way: leave nothing behind.
-        unwatch()
-        await this.driver.release(request).catch(() => {})
-        this.checkOpen()
-      }
-      request.token = grant.token
+      const got = await this.obtainGrant(spec, options)
+      if (!got) return null
+      const { request, grant, route, unwatch, started } = got
       const hold = new Hold(this.driver, request, grant, this, unwatch)
-      this.live.set(owner, hold)
+      this.live.set(request.owner, hold)
       route.to(hold)
       if (options.autoExtend) this.watchdog.add(hold)
       if (channels.acquire.hasSubscribers) {
@@ -110,6 +95,63 @@ export class Keeper {
     } finally {
       if (--this.taking === 0) this.drained?.()
     }
+  }
+
+  /**
+   * Internal, for the lock server: a grant with no Hold behind it (no loss
+   * timer, no wake-up route, no entry in `live`). The server is stateless in
+   * front of its store: it answers the ref inside a lease id and later
+   * extends or releases it straight through the driver, so keeping a Hold per
+   * HTTP lease would only cost memory (a timer and closures per held lock).
+   * Never reentrant; no diagnostics events (the server reports its own).
+   */
+  async takeDetached(spec: LockSpec, options: Omit<TakeOptions, 'autoExtend' | 'reentrant'>): Promise<DetachedGrant | null> {
+    this.checkOpen()
+    this.taking++
+    try {
+      const got = await this.obtainGrant(spec, options)
+      if (!got) return null
+      got.unwatch()
+      // A forced release can overtake the grant on its way here.
+      const lost = got.route.take()?.some((wake) => wake.type === 'lost') ?? false
+      return { ref: got.request, ttlMs: got.grant.ttlMs, startedAt: got.grant.startedAt, waitedMs: monotonicNow() - got.started, lost }
+    } finally {
+      if (--this.taking === 0) this.drained?.()
+    }
+  }
+
+  /** A new owner's attempts until granted (watching its wake-ups), or null when busy and `nullIfBusy`. */
+  private async obtainGrant(spec: LockSpec, options: Omit<TakeOptions, 'autoExtend' | 'reentrant'>) {
+    const owner = this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId)
+    const route = new WakeRoute()
+    const unwatch = this.driver.watch(spec.name, owner, route.deliver)
+    const started = monotonicNow()
+    // One object serves as every attempt's request and then as the hold's ref.
+    // Spelled out, not spread: V8 turns `{ ...spec, more }` into a slow
+    // dictionary object, which cost more than the rest of an acquire.
+    const request: AttemptRequest & { token: bigint } = {
+      name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
+      lockDelayMs: spec.lockDelayMs, owner, ttlMs: options.ttlMs, enqueue: false, queueTtlMs: 0, retry: false, token: 0n,
+    }
+    let grant
+    try {
+      grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closingSignal, options.onWaiting)
+    } catch (error) {
+      unwatch()
+      throw error
+    }
+    if (!grant) {
+      unwatch()
+      return null
+    }
+    if (this.closed) {
+      // close() came while the grant was on its way: leave nothing behind.
+      unwatch()
+      await this.driver.release(request).catch(() => {})
+      this.checkOpen()
+    }
+    request.token = grant.token
+    return { request, grant, route, unwatch, started }
   }
 
   /** Called by a hold when it ends (released or lost). */

@@ -1,8 +1,9 @@
 import type { FastifyRequest } from 'fastify'
 import type { Baton } from '../baton.js'
-import type { Access } from './auth.js'
+import { OPEN, type Access } from './auth.js'
 import type { DataDir } from './data-dir.js'
 import type { EventHub } from './events.js'
+import type { LeaseDesk } from './leases.js'
 import { HttpError } from './http-errors.js'
 import type { WaitLimits } from './limits.js'
 import type { Metrics } from './metrics.js'
@@ -11,6 +12,7 @@ import type { Metrics } from './metrics.js'
 export interface ServerContext {
   readonly baton: Baton
   readonly hub: EventHub
+  readonly desk: LeaseDesk
   readonly metrics: Metrics
   readonly limits: WaitLimits
   readonly dataDir: DataDir | undefined
@@ -25,11 +27,11 @@ export interface ServerContext {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    access: Access
+    access: Access | null
   }
 }
 
-export const accessOf = (request: FastifyRequest): Access => request.access
+export const accessOf = (request: FastifyRequest): Access => request.access ?? OPEN
 
 /** 503 while shutting down or while a restarted embedded store waits out the leases it may have granted before. */
 export function refuseGrantsIfNotReady(ctx: ServerContext): void {

@@ -1,6 +1,4 @@
-import diagnostics_channel from 'node:diagnostics_channel'
 import type { HoldMode, LockKind } from '../core/driver.js'
-import type { AcquireEvent, HoldEvent, LostEvent } from '../core/events.js'
 import { ownerDigest } from './lease-id.js'
 
 export type PublicEventType = 'grant' | 'release' | 'expire' | 'lost'
@@ -20,43 +18,31 @@ export interface PublicEvent {
   at: number
 }
 
-/** After the local loss timer: past the safety margin, so the store has let the lease go if nobody renewed it. */
-const EXPIRY_CHECK_MS = 100
-/** A lease with more than this left after its local loss timer fired was renewed through another server. */
-const RENEWED_ELSEWHERE_MS = 60_000
+/** The parts of a hold an event is about. */
+export interface EventHold {
+  readonly name: string
+  readonly owner: string
+  readonly token: bigint
+  readonly mode: HoldMode
+}
+
+export type Counter = (type: PublicEventType, kind: LockKind, waitedMs: number | undefined) => void
 
 export const kindOf = (mode: HoldMode): LockKind => (mode === 'exclusive' ? 'mutex' : mode === 'permit' ? 'semaphore' : 'rwlock')
 
 /**
- * Turns the library's diagnostics-channel messages about this server's
- * client into public events, for SSE streams and metrics. Only holds of this
- * server's client (owner `<clientId>.…`) count: an embedding process may run
- * other clients too.
+ * Grants, releases, expiries and losses of the leases this server handed
+ * out, told by the server's lease desk, for SSE streams and metrics. The
+ * public event (owner digest, decimal token) is only built when a stream
+ * listens: with none, an event costs the metrics counters only.
  */
 export class EventHub {
   private readonly listeners = new Set<(event: PublicEvent) => void>()
-  /** Metrics: told the type, store, kind and wait only, so the hot path computes no owner digest for them. */
-  private readonly counters = new Set<(type: PublicEventType, store: string, kind: LockKind, waitedMs: number | undefined) => void>()
-  private readonly subscriptions: [string, (message: unknown) => void][] = []
+  private readonly counters = new Set<Counter>()
 
-  constructor(private readonly clientId: string, private readonly inspect: (name: string) => Promise<{ holders: { owner: string; expiresAt: number }[] } | null>) {
-    const mine = (event: HoldEvent) => event.owner.startsWith(`${this.clientId}.`)
-    this.on('baton:acquire', (m) => {
-      const event = m as AcquireEvent
-      if (mine(event) && !event.reentered) this.emit('grant', event, Math.round(event.waitedMs))
-    })
-    this.on('baton:release', (m) => {
-      if (mine(m as HoldEvent)) this.emit('release', m as HoldEvent)
-    })
-    this.on('baton:lost', (m) => {
-      const event = m as LostEvent
-      if (!mine(event)) return
-      if (event.expired) this.confirmExpiry(event)
-      else this.emit('lost', event)
-    })
-  }
+  constructor(private readonly store: string) {}
 
-  count(counter: (type: PublicEventType, store: string, kind: LockKind, waitedMs: number | undefined) => void): () => void {
+  count(counter: Counter): () => void {
     this.counters.add(counter)
     return () => this.counters.delete(counter)
   }
@@ -67,46 +53,17 @@ export class EventHub {
   }
 
   close(): void {
-    for (const [channel, handler] of this.subscriptions) diagnostics_channel.unsubscribe(channel, handler)
     this.listeners.clear()
     this.counters.clear()
   }
 
-  /**
-   * This server's copy of a lease runs out by its own timer, shortly before
-   * the store lets it go; the lease may also have been extended through
-   * another server sharing the store. So an expiry is reported only once the
-   * store confirms the owner no longer holds the name.
-   */
-  private confirmExpiry(event: HoldEvent, checksLeft = 3, delayMs = EXPIRY_CHECK_MS): void {
-    if (this.listeners.size === 0 && this.counters.size === 0) return
-    const timer = setTimeout(() => {
-      this.inspect(event.name).then(
-        (view) => {
-          const held = view?.holders.find((h) => h.owner === event.owner)
-          if (!held) return this.emit('expire', event)
-          const left = held.expiresAt - Date.now()
-          // Still within this server's safety margin: look again once the store's lease is over.
-          // Far from over: renewed through another server; it is not expired.
-          if (checksLeft > 1 && left < RENEWED_ELSEWHERE_MS) this.confirmExpiry(event, checksLeft - 1, Math.max(0, left) + EXPIRY_CHECK_MS)
-        },
-        () => this.emit('expire', event), // the store does not answer: the lease can not be renewed either
-      )
-    }, delayMs)
-    timer.unref()
-  }
-
-  private on(channel: string, handler: (message: unknown) => void): void {
-    diagnostics_channel.subscribe(channel, handler)
-    this.subscriptions.push([channel, handler])
-  }
-
-  private emit(type: PublicEventType, event: HoldEvent, waitedMs?: number): void {
-    for (const counter of this.counters) counter(type, event.store, kindOf(event.mode), waitedMs)
+  emit(type: PublicEventType, hold: EventHold, waitedMs?: number): void {
+    const kind = kindOf(hold.mode)
+    for (const counter of this.counters) counter(type, kind, waitedMs)
     if (this.listeners.size === 0) return
     const out: PublicEvent = {
-      type, name: event.name, kind: kindOf(event.mode), owner: ownerDigest(event.owner), token: event.token.toString(),
-      mode: event.mode, store: event.store, at: Date.now(),
+      type, name: hold.name, kind, owner: ownerDigest(hold.owner), token: hold.token.toString(),
+      mode: hold.mode, store: this.store, at: Date.now(),
     }
     if (waitedMs !== undefined) out.waitedMs = waitedMs
     for (const listener of this.listeners) listener(out)

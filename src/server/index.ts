@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
 import type { Baton } from '../baton.js'
-import { OPEN, type TokenAuth } from './auth.js'
+import type { TokenAuth } from './auth.js'
 import type { ServerContext } from './context.js'
 import type { DataDir } from './data-dir.js'
 import { EventHub } from './events.js'
@@ -11,6 +11,12 @@ import { Metrics } from './metrics.js'
 import { opsRoutes } from './ops.js'
 import { lockRoutes } from './routes.js'
 import { lockView } from './schemas.js'
+import { LeaseDesk } from './leases.js'
+
+/** A route option's hooks as an array (fastify takes one function or several). */
+function hooks<T>(value: T | T[] | undefined): T[] {
+  return value === undefined ? [] : Array.isArray(value) ? value : [value]
+}
 
 export interface LockServerOptions {
   /** The library client the server serves; it owns no lock logic of its own. */
@@ -37,11 +43,12 @@ export interface LockServer {
 export async function createLockServer(options: LockServerOptions): Promise<LockServer> {
   const { baton } = options
   baton.keeper.secretOwners = true
-  const hub = new EventHub(baton.keeper.clientId, (name) => baton.inspect(name))
+  const hub = new EventHub(baton.store)
+  const desk = new LeaseDesk(baton.driver, hub)
   const limits = new WaitLimits(options.waitCaps ?? DEFAULT_WAIT_CAPS)
-  const metrics = new Metrics(hub, { held: () => baton.keeper.holdCount, waiting: () => limits.waiting, store: baton.store })
+  const metrics = new Metrics(hub, { held: () => desk.size, waiting: () => limits.waiting, store: baton.store })
   const ctx: ServerContext = {
-    baton, hub, metrics, limits, dataDir: options.dataDir,
+    baton, hub, desk, metrics, limits, dataDir: options.dataDir,
     waits: new Map(), waiting: new Set(), streams: new Set(), shuttingDown: false,
   }
 
@@ -66,36 +73,48 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
       security: options.auth ? [{ bearer: [] }] : [],
     },
   })
+  // null: open (no --tokens); accessOf() then answers OPEN.
   app.decorateRequest('access', null as never)
 
-  // Callback-style hooks: an async hook costs a promise per request on the hot path.
-  app.addHook('onRequest', (request, _reply, done) => {
-    const open = (request.routeOptions.config as { open?: boolean } | undefined)?.open
-    try {
-      request.access = !options.auth || open ? OPEN : options.auth.check(request.headers.authorization)
-    } catch (error) {
-      return done(error as Error)
+  // Hooks are added per route, each only where it does something: a global
+  // hook runs (and reads the costly request.routeOptions) on every request.
+  // Callback style: an async hook costs a promise per request on the hot path.
+  app.addHook('onRoute', (route) => {
+    const open = (route.config as { open?: boolean } | undefined)?.open === true
+    const auth = options.auth
+    if (auth && !open) {
+      route.onRequest = [...hooks(route.onRequest), (request, _reply, done) => {
+        try {
+          request.access = auth.check(request.headers.authorization)
+        } catch (error) {
+          return done(error as Error)
+        }
+        done()
+      }]
     }
-    done()
-  })
-  // A POST without a body means all defaults.
-  app.addHook('preValidation', (request, _reply, done) => {
-    if (request.body === undefined && request.method === 'POST') request.body = {}
-    done()
-  })
-  app.addHook('onResponse', (request, reply, done) => {
-    metrics.httpSeconds.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    )
-    done()
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (methods.includes('POST')) {
+      // A POST without a body means all defaults.
+      route.preValidation = [(request, _reply, done) => {
+        if (request.body === undefined) request.body = {}
+        done()
+      }, ...hooks(route.preValidation)]
+    }
+    const url = route.url
+    route.onResponse = [...hooks(route.onResponse), (request, reply, done) => {
+      metrics.request(request.method, url, reply.statusCode, reply.elapsedTime / 1000)
+      done()
+    }]
   })
   app.setErrorHandler((error, _request, reply) => {
     const http = toHttpError(error)
     if (http.message.startsWith('internal error')) console.error(`baton serve: ${(error as Error).stack ?? String(error)}`)
     return sendError(reply, http)
   })
-  app.setNotFoundHandler((request, reply) => sendError(reply, new HttpError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)))
+  app.setNotFoundHandler((request, reply) => {
+    metrics.request(request.method, 'unmatched', 404, reply.elapsedTime / 1000)
+    return sendError(reply, new HttpError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`))
+  })
 
   lockRoutes(app, ctx)
   opsRoutes(app, ctx)
@@ -113,6 +132,7 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
       for (const stream of ctx.streams) stream.end()
       await app.close()
       metrics.close()
+      desk.close()
       hub.close()
       await baton.close()
     },

@@ -9,12 +9,20 @@ import type { EventHub, PublicEventType } from './events.js'
  */
 export class Metrics {
   readonly registry = new Registry()
-  readonly acquireSeconds: Histogram<'store' | 'kind' | 'outcome'>
-  readonly timeouts: Counter<'store' | 'kind'>
-  readonly httpSeconds: Histogram<'method' | 'route' | 'status'>
+  private readonly acquireSeconds: Histogram<'store' | 'kind' | 'outcome'>
+  private readonly timeouts: Counter<'store' | 'kind'>
+  private readonly httpSeconds: Histogram<'method' | 'route' | 'status'>
   private readonly unsubscribe: () => void
+  /**
+   * Label children by their label values: prom-client hashes a labels object
+   * on every observe, which cost more than the rest of a metric update on the
+   * hot path; a child found by a short key skips that.
+   */
+  private readonly children = new Map<string, { observe(value: number): void } | { inc(): void }>()
+  private readonly store: string
 
   constructor(hub: EventHub, gauges: { held: () => number; waiting: () => number; store: string }) {
+    this.store = gauges.store
     const registers = [this.registry]
     collectDefaultMetrics({ register: this.registry })
     this.acquireSeconds = new Histogram({
@@ -47,11 +55,31 @@ export class Metrics {
       labelNames: ['method', 'route', 'status'], registers,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5, 30],
     })
-    this.unsubscribe = hub.count((type, store, kind, waitedMs) => {
-      const labels = { store, kind }
-      byType[type].inc(labels)
-      if (type === 'grant' && waitedMs !== undefined) wait.observe(labels, waitedMs / 1000)
+    const store = gauges.store
+    this.unsubscribe = hub.count((type, kind, waitedMs) => {
+      this.child(`${type} ${kind}`, () => byType[type].labels(store, kind)).inc()
+      if (type === 'grant' && waitedMs !== undefined) this.child(`wait ${kind}`, () => wait.labels(store, kind)).observe(waitedMs / 1000)
     })
+  }
+
+  /** One acquire request answered, `outcome` 'granted' or an error code. */
+  acquired(kind: string, outcome: string, seconds: number): void {
+    this.child(`acquire ${kind} ${outcome}`, () => this.acquireSeconds.labels(this.store, kind, outcome)).observe(seconds)
+    if (outcome === 'lock_timeout') this.child(`timeout ${kind}`, () => this.timeouts.labels(this.store, kind)).inc()
+  }
+
+  /** One HTTP request answered. `route` is the route's pattern, never the path (names are unbounded). */
+  request(method: string, route: string, status: number, seconds: number): void {
+    this.child(`${status} ${method} ${route}`, () => this.httpSeconds.labels(method, route, String(status))).observe(seconds)
+  }
+
+  private child<T>(key: string, make: () => T): T {
+    let child = this.children.get(key) as T | undefined
+    if (!child) {
+      child = make()
+      this.children.set(key, child as never)
+    }
+    return child
   }
 
   close(): void {

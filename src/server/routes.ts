@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { HoldRef } from '../core/driver.js'
-import type { Lease } from '../core/lease.js'
-import type { LockHandle } from '../primitives/lock.js'
+import type { HoldRef, LockSpec } from '../core/driver.js'
+import { monotonicNow } from '../core/clock.js'
+import type { DetachedGrant } from '../core/keeper.js'
 import type { LockView } from '../baton.js'
 import { parseDuration } from '../core/duration.js'
 import { isBatonError } from '../core/errors.js'
@@ -37,36 +37,36 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     demand(accessOf(request), 'lock', name)
     refuseGrantsIfNotReady(ctx)
     const body = request.body
-    const handle = lockHandle(ctx, name, body)
-    const ttlMs = baton.ttl(body.ttl ?? '30s')
-    const waitMs = parseWait(body.wait, 0)
+    const spec = specOf(name, body)
+    const ttlMs = body.ttl === undefined ? DEFAULT_TTL_MS : baton.ttl(body.ttl)
+    const waitMs = body.wait === undefined ? 0 : parseWait(body.wait, 0)
     // The http:// driver asks for NDJSON: a first line once it is in line, then the answer.
     const stream = waitMs > 0 && request.headers.accept === NDJSON ? new AnswerStream(reply) : undefined
     const started = performance.now()
-    const labels = { store: baton.store, kind: kindOf(handle.spec.mode), outcome: 'granted' }
+    let outcome = 'granted'
     try {
-      const lease = waitMs === 0
-        ? await handle.tryAcquire()
-        : await waitFor(ctx, reply, handle, ttlMs, waitMs, body.waitId, stream && ((owner) => stream.line({ state: 'waiting', owner: ownerDigest(owner) })))
-      if (!lease) throw new HttpError('LOCK_TIMEOUT', `"${name}" is held; send "wait" to wait for it`)
-      // A forced release can overtake the grant on its way here.
-      if (!lease.held) throw new HttpError('LEASE_LOST', `"${name}" was granted and lost at once (released by force); try again`)
+      const grant = waitMs === 0
+        ? await keeper.takeDetached(spec, { ttlMs, waitMs: 0, signal: undefined, nullIfBusy: true })
+        : await waitFor(ctx, reply, spec, ttlMs, waitMs, body.waitId, stream && ((owner) => stream.line({ state: 'waiting', owner: ownerDigest(owner) })))
+      if (!grant) throw new HttpError('LOCK_TIMEOUT', `"${name}" is held; send "wait" to wait for it`)
+      if (grant.lost) throw new HttpError('LEASE_LOST', `"${name}" was granted and lost at once (released by force); try again`)
       if (reply.raw.destroyed) {
         // Granted after the client left: nobody will use it, so nobody holds it.
-        await lease.release()
+        await baton.driver.release(grant.ref)
         return reply
       }
-      ctx.dataDir?.noteLease(handle.spec.lockDelayMs + lease.remainingMs())
-      const answer = grantBody(leaseRef(handle, lease, ttlMs), lease.remainingMs())
+      const leftMs = Math.max(0, Math.floor(grant.startedAt + grant.ttlMs - monotonicNow()))
+      ctx.desk.granted(grant.ref, leftMs, grant.waitedMs)
+      ctx.dataDir?.noteLease(spec.lockDelayMs + leftMs)
+      const answer = grantBody(grant.ref, ttlMs, leftMs)
       return stream ? stream.end(answer) : answer
     } catch (error) {
-      labels.outcome = isBatonError(error) || error instanceof HttpError ? (error as { code: string }).code.toLowerCase() : 'error'
-      if (labels.outcome === 'lock_timeout') ctx.metrics.timeouts.inc({ store: labels.store, kind: labels.kind })
+      outcome = isBatonError(error) || error instanceof HttpError ? (error as { code: string }).code.toLowerCase() : 'error'
       const answer = isBatonError(error, 'ABORTED') && ctx.shuttingDown ? shuttingDown() : error
       if (stream) return stream.fail(answer)
       throw answer
     } finally {
-      ctx.metrics.acquireSeconds.observe(labels, (performance.now() - started) / 1000)
+      ctx.metrics.acquired(kindOf(spec.mode), outcome, (performance.now() - started) / 1000)
     }
   })
 
@@ -82,10 +82,10 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const ref = leaseOf(request, 'lock')
     refuseIfClosing(ctx)
     const ttlMs = request.body?.ttl === undefined ? ref.ttlMs : baton.ttl(request.body.ttl)
-    const [result] = await keeper.extendRefs([ref], ttlMs)
+    const [result] = await ctx.desk.extend([ref], ttlMs)
     if (result!.status === 'lost') throw leaseGone(ref.name)
     ctx.dataDir?.noteLease(ref.lockDelayMs + result!.ttlMs)
-    return grantBody({ ...ref, ttlMs: ref.ttlMs }, result!.ttlMs)
+    return grantBody(ref, ref.ttlMs, result!.ttlMs)
   })
 
   app.post<{ Body: { leases: string[]; ttl?: Duration } }>('/v1/leases/extend', { schema: schemas.extendMany }, async (request) => {
@@ -106,7 +106,7 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
       byTtl.set(ttlMs, group)
     })
     for (const [ttlMs, group] of byTtl) {
-      const extended = await keeper.extendRefs(group.map((g) => g.ref), ttlMs)
+      const extended = await ctx.desk.extend(group.map((g) => g.ref), ttlMs)
       let longest = 0
       group.forEach(({ index, ref }, i) => {
         const result = extended[i]!
@@ -122,14 +122,14 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.post<LeaseParams>('/v1/leases/:leaseId/downgrade', { schema: schemas.downgrade }, async (request) => {
     const ref = leaseOf(request, 'lock')
     if (ref.mode !== 'write') throw new HttpError('INVALID_ARGUMENT', 'only a write lease can be downgraded to read')
-    if (!(await keeper.downgradeRef(ref))) throw leaseGone(ref.name)
+    if (!(await ctx.desk.downgrade(ref))) throw leaseGone(ref.name)
     const read = { ...ref, mode: 'read' as const }
-    return grantBody(read, ref.ttlMs)
+    return grantBody(read, ref.ttlMs, ref.ttlMs)
   })
 
   app.delete<LeaseParams>('/v1/leases/:leaseId', { schema: schemas.release }, async (request) => {
     const ref = leaseOf(request, 'lock')
-    return { released: await keeper.releaseRef(ref) }
+    return { released: await ctx.desk.release(ref) }
   })
 
   app.get<NameParams>('/v1/locks/:name', { schema: schemas.inspect }, async (request) => {
@@ -158,29 +158,24 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.delete<NameParams>('/v1/locks/:name', { schema: schemas.forceRelease }, async (request) => {
     const name = validateName(request.params.name)
     demand(accessOf(request), 'admin', name)
-    return { released: await baton.forceRelease(name) }
+    return { released: await ctx.desk.forceRelease(name) }
   })
 }
 
-/** The library handle for one acquire request (mutex, one side of a rwlock, a semaphore permit). */
-function lockHandle(ctx: ServerContext, name: string, body: AcquireBody): LockHandle {
+const DEFAULT_TTL_MS = 30_000
+
+/**
+ * The lock spec of one acquire request (mutex, one side of a rwlock, a
+ * semaphore permit), built directly rather than through the library's lock
+ * objects: every request is its own client (no reentrancy between requests),
+ * so a per-request mutex handle would be made and dropped for nothing.
+ */
+function specOf(name: string, body: AcquireBody): LockSpec {
   const mode = body.mode ?? 'exclusive'
   if (body.permits !== undefined && mode !== 'permit') throw new HttpError('INVALID_ARGUMENT', '"permits" is only for mode "permit"')
-  // Every request is its own client: no reentrancy between HTTP requests.
-  const options = { ttl: body.ttl ?? '30s', fair: body.fair ?? false, lockDelay: body.lockDelay ?? 0 }
-  if (options.lockDelay !== 0) parseDuration(options.lockDelay, 'lockDelay')
-  switch (mode) {
-    case 'exclusive':
-      return ctx.baton.mutex(name, { ...options, reentrant: false })
-    case 'read':
-    case 'write': {
-      const lock = ctx.baton.rwlock(name, { ...options, reentrant: false })
-      return mode === 'read' ? lock.read() : lock.write()
-    }
-    case 'permit':
-      if (body.permits === undefined) throw new HttpError('INVALID_ARGUMENT', 'mode "permit" needs "permits", the semaphore\'s size')
-      return ctx.baton.semaphore(name, { ...options, permits: body.permits })
-  }
+  if (mode === 'permit' && body.permits === undefined) throw new HttpError('INVALID_ARGUMENT', 'mode "permit" needs "permits", the semaphore\'s size')
+  const lockDelayMs = body.lockDelay === undefined ? 0 : parseDuration(body.lockDelay, 'lockDelay', { allowZero: true })
+  return { name, kind: kindOf(mode), mode, fair: body.fair ?? false, permits: body.permits ?? 1, lockDelayMs }
 }
 
 /**
@@ -190,31 +185,30 @@ function lockHandle(ctx: ServerContext, name: string, body: AcquireBody): LockHa
  * which leaves the line.
  */
 async function waitFor(
-  ctx: ServerContext, reply: FastifyReply, handle: LockHandle, ttlMs: number, waitMs: number,
+  ctx: ServerContext, reply: FastifyReply, spec: LockSpec, ttlMs: number, waitMs: number,
   waitId: string | undefined, onWaiting: ((owner: string) => void) | undefined,
-): Promise<Lease> {
+): Promise<DetachedGrant> {
   if (waitId !== undefined && ctx.waits.has(waitId)) throw new HttpError('INVALID_ARGUMENT', 'this waitId is already in use; choose a new random one per request')
-  ctx.limits.enter(handle.name)
+  ctx.limits.enter(spec.name)
   const controller = new AbortController()
   const onClose = () => {
     if (!reply.raw.writableEnded) controller.abort(new Error('the client disconnected'))
   }
   reply.raw.once('close', onClose)
   ctx.waiting.add(controller)
-  // Through the keeper rather than handle.acquire() for the "in line" callback.
-  const done = ctx.baton.keeper.take(handle.spec, {
-    ttlMs, waitMs, signal: controller.signal, autoExtend: false, reentrant: false, nullIfBusy: false, ...(onWaiting ? { onWaiting } : {}),
+  const done = ctx.baton.keeper.takeDetached(spec, {
+    ttlMs, waitMs, signal: controller.signal, nullIfBusy: false, ...(onWaiting ? { onWaiting } : {}),
   })
   if (waitId !== undefined) ctx.waits.set(waitId, { controller, done })
   try {
-    const lease = (await done)!
+    const grant = (await done)!
     if (controller.signal.aborted) {
-      await lease.release()
+      await ctx.baton.driver.release(grant.ref)
       throw new HttpError('ABORTED', 'the wait was ended before the answer could be sent', undefined, 409)
     }
-    return lease
+    return grant
   } finally {
-    ctx.limits.leave(handle.name)
+    ctx.limits.leave(spec.name)
     ctx.waiting.delete(controller)
     if (waitId !== undefined) ctx.waits.delete(waitId)
     reply.raw.off('close', onClose)
@@ -258,17 +252,10 @@ class AnswerStream {
   }
 }
 
-function leaseRef(handle: LockHandle, lease: Lease, ttlMs: number): LeaseRef {
-  const spec = handle.spec
+/** `askedTtlMs`: the ttl asked for, the default of later extends; `leftMs`: what the store granted. */
+function grantBody(ref: HoldRef, askedTtlMs: number, leftMs: number) {
   return {
-    name: spec.name, kind: spec.kind, mode: lease.mode, permits: spec.permits, fair: spec.fair, lockDelayMs: spec.lockDelayMs,
-    owner: lease.owner, token: lease.token, ttlMs,
-  }
-}
-
-function grantBody(ref: LeaseRef, ttlMs: number) {
-  return {
-    leaseId: encodeLeaseId(ref), name: ref.name, token: ref.token.toString(), expiresAt: Date.now() + ttlMs, ttlMs,
+    leaseId: encodeLeaseId({ ...ref, ttlMs: askedTtlMs }), name: ref.name, token: ref.token.toString(), expiresAt: Date.now() + leftMs, ttlMs: leftMs,
     owner: ownerDigest(ref.owner), mode: ref.mode,
   }
 }
