@@ -3,6 +3,8 @@ import { parseDuration, parseTtl } from './core/duration.js'
 import { Keeper } from './core/keeper.js'
 import { validateName, validatePrefix } from './core/names.js'
 import { checkOptions, optionalBoolean, parsePermits } from './core/options.js'
+import { invalidArgument } from './core/errors.js'
+import { compareNames } from './core/list.js'
 import { LockHandle } from './primitives/lock.js'
 import { Mutex, type MutexOptions } from './primitives/mutex.js'
 import { RwLock, type RwLockOptions } from './primitives/rwlock.js'
@@ -32,6 +34,16 @@ export interface LockView {
   note?: string
   /** Quorum stores (redlock://): each node's state and holders. */
   nodes?: readonly NodeView[]
+}
+
+/** Options of `Baton.list()`. */
+export interface ListOptions {
+  /** Only names starting with this. */
+  prefix?: string
+  /** Only names after this one (byte order): pass the last name of the previous page. */
+  after?: string
+  /** At most this many locks. */
+  limit?: number
 }
 
 /** A client of one store. Create it with connect(). */
@@ -97,14 +109,30 @@ export class Baton {
     return info && this.view(info)
   }
 
-  /** Every lock in use whose name starts with `prefix`. */
-  async list(options?: { prefix?: string }): Promise<LockView[]> {
-    const opts = checkOptions<{ prefix: string }>(options, 'list()', ['prefix'])
+  /**
+   * Locks in use whose name starts with `prefix`, in byte order of their
+   * names. Paged: `after` (the last name of the previous page) and `limit`
+   * (at most this many) let a caller walk 10,000 locks a page at a time,
+   * each page costing the store about its own size. Without them, every lock.
+   */
+  async list(options?: ListOptions): Promise<LockView[]> {
+    const opts = checkOptions<ListOptions>(options, 'list()', ['prefix', 'after', 'limit'])
     const prefix = validatePrefix(opts.prefix)
+    const page: { after?: string; limit?: number } = {}
+    if (opts.after !== undefined) page.after = validateName(opts.after, '"after" name')
+    if (opts.limit !== undefined) {
+      if (typeof opts.limit !== 'number' || !Number.isInteger(opts.limit) || opts.limit < 1) {
+        throw invalidArgument(`"limit" must be a whole number of at least 1, got ${String(opts.limit)}`)
+      }
+      page.limit = opts.limit
+    }
     this.keeper.checkOpen()
     const views: LockView[] = []
-    for await (const info of this.driver.list(prefix)) views.push(this.view(info))
-    return views.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    for await (const info of this.driver.list(prefix, page)) {
+      views.push(this.view(info))
+      if (views.length === page.limit) break
+    }
+    return views.sort((a, b) => compareNames(a.name, b.name))
   }
 
   /** Admin: drops every hold and waiter of `name`; holders' signals fire. True if it was held. */

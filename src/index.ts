@@ -1,5 +1,5 @@
 export { connect, type ConnectOptions } from './connect.js'
-export { Baton, type LockView, type HolderView } from './baton.js'
+export { Baton, type LockView, type HolderView, type ListOptions } from './baton.js'
 export { BatonError, isBatonError, type ErrorCode } from './core/errors.js'
 export type { Duration } from './core/duration.js'
 export type { Lease } from './core/lease.js'

@@ -146,12 +146,14 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     if (!access.coversPrefix(prefix)) throw new HttpError('FORBIDDEN', `this token may not read names under "${prefix}"`)
     const limit = Number(request.query.limit ?? 100)
     if (!(limit >= 1 && limit <= 1000)) throw new HttpError('INVALID_ARGUMENT', `"limit" must be from 1 to 1000, got ${request.query.limit}`)
-    const after = request.query.cursor === undefined ? '' : decodeCursor(request.query.cursor)
-    const all = (await baton.list({ prefix })).filter((v) => v.name > after && access.allows('read', v.name))
-    const page = all.slice(0, limit)
+    const after = request.query.cursor === undefined ? undefined : decodeCursor(request.query.cursor)
+    // One more than the page, to know whether another page follows; the store reads only this page.
+    const fetched = await baton.list({ prefix, ...(after ? { after } : {}), limit: limit + 1 })
+    const page = fetched.slice(0, limit)
     return {
-      locks: page.map(publicView),
-      ...(all.length > limit ? { nextCursor: Buffer.from(page[page.length - 1]!.name).toString('base64url') } : {}),
+      // A token limited to some prefixes sees only its names; the cursor still moves past the others.
+      locks: page.filter((v) => access.allows('read', v.name)).map(publicView),
+      ...(fetched.length > limit ? { nextCursor: Buffer.from(page[page.length - 1]!.name).toString('base64url') } : {}),
     }
   })
 

@@ -1,8 +1,9 @@
 import type { Etcd3, IRangeRequest, IRequestOp, Lease, Watcher } from 'etcd3'
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
-  HoldRef, HolderSummary, LockInfo, LockSpec, Wake,
+  HoldRef, HolderSummary, ListPage, LockInfo, LockSpec, Wake,
 } from '../../core/driver.js'
+import { compareNames, inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { monotonicNow } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
 import { blockersOf, conflictIn, decodeEntry, encodeEntry, noLockDelay, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
@@ -274,19 +275,25 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     }
   }
 
-  async *list(prefix: string): AsyncIterable<LockInfo> {
+  /**
+   * One keys-only range read from the cursor on (a name after `after` has
+   * its keys at or after `<keyPrefix><after>`), then only the page's names
+   * inspected. Keys are `<name>/<id>`, so key order is not quite name order
+   * (a name with a byte below "/" sorts its keys first): the range is not
+   * cut at the page's size, and the names are sorted here.
+   */
+  async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const base = this.target.keyPrefix + prefix
-    const reply = await this.guard(this.client.kv.range({ key: Buffer.from(base), range_end: prefixEnd(base), keys_only: true }))
+    const after = page?.after
+    const start = after !== undefined && compareNames(after, prefix) > 0 ? this.target.keyPrefix + after : base
+    const reply = await this.guard(this.client.kv.range({ key: Buffer.from(start), range_end: prefixEnd(base), keys_only: true }))
     const names = new Set<string>()
     for (const kv of reply.kvs) {
       const rest = kv.key.toString().slice(this.target.keyPrefix.length)
       const slash = rest.lastIndexOf('/')
       if (slash > 0 && /^[0-9a-f]+(\.[\w-]+)?$/.test(rest.slice(slash + 1))) names.add(rest.slice(0, slash))
     }
-    for (const name of [...names].sort()) {
-      const info = await this.inspect(name)
-      if (info) yield info
-    }
+    yield* inspectInOrder(namesOfPage(names, prefix, page), limitOf(page), (name) => this.inspect(name))
   }
 
   async forceRelease(name: string): Promise<boolean> {

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult, HoldRef,
-  LockInfo, LockSpec, Wake,
+  ListPage, LockInfo, LockSpec, Wake,
 } from '../../core/driver.js'
+import { limitOf } from '../../core/list.js'
 import { backendUnavailable, invalidArgument } from '../../core/errors.js'
 import { monotonicNow } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
@@ -174,15 +175,20 @@ export class HttpDriver implements Driver {
     return lockInfo(answer.body)
   }
 
-  async *list(prefix: string): AsyncIterable<LockInfo> {
-    let cursor: string | undefined
-    do {
-      const query = new URLSearchParams({ prefix, limit: '1000', ...(cursor ? { cursor } : {}) })
+  /** The server's pages (its cursor is the last name of a page, base64url), up to the limit asked. */
+  async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
+    let cursor = page?.after === undefined ? undefined : Buffer.from(page.after).toString('base64url')
+    let left = limitOf(page)
+    while (left > 0) {
+      const size = Math.min(1000, left)
+      const query = new URLSearchParams({ prefix, limit: String(size), ...(cursor ? { cursor } : {}) })
       const answer = await this.api.call<{ locks: LockBody[]; nextCursor?: string }>('GET', `/v1/locks?${query}`)
       if (!answer.ok) unexpected(answer.error)
       for (const lock of answer.body.locks) yield lockInfo(lock)
+      left -= answer.body.locks.length
       cursor = answer.body.nextCursor
-    } while (cursor)
+      if (!cursor) return
+    }
   }
 
   async forceRelease(name: string): Promise<boolean> {

@@ -1,7 +1,8 @@
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, ExtendResult, HoldMode, HoldRef,
-  HolderSummary, LockInfo, LockKind, LockSpec, Wake,
+  HolderSummary, ListPage, LockInfo, LockKind, LockSpec, Wake,
 } from '../../core/driver.js'
+import { limitOf, namesOfPage } from '../../core/list.js'
 import { monotonicNow } from '../../core/clock.js'
 import { canJoin, describeConflict } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
@@ -180,10 +181,17 @@ export class MemoryDriver implements Driver {
     return this.info(name, state, now)
   }
 
-  async *list(prefix: string): AsyncIterable<LockInfo> {
+  async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const now = monotonicNow()
-    for (const [name, state] of [...this.locks]) {
-      if (name.startsWith(prefix) && !isIdle(state, now)) yield this.info(name, state, now)
+    let left = limitOf(page)
+    // Names sorted once per call rather than kept sorted: grants and releases
+    // stay O(1), and a page costs one sort of the names plus its own locks.
+    for (const name of namesOfPage(this.locks.keys(), prefix, page)) {
+      if (left <= 0) return
+      const state = this.locks.get(name)
+      if (!state || isIdle(state, now)) continue
+      left--
+      yield this.info(name, state, now)
     }
   }
 

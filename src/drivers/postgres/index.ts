@@ -2,8 +2,9 @@ import { inspect } from 'node:util'
 import pg from 'pg'
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
-  HoldMode, HoldRef, HolderSummary, LockInfo, LockKind, LockSpec, Wake,
+  HoldMode, HoldRef, HolderSummary, ListPage, LockInfo, LockKind, LockSpec, Wake,
 } from '../../core/driver.js'
+import { limitOf } from '../../core/list.js'
 import { describeConflict } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
 import { WakeRoutes } from '../../core/wake-routes.js'
@@ -130,13 +131,17 @@ export class PostgresDriver implements Driver {
     return row ? infoOf(row) : null
   }
 
-  async *list(prefix: string): AsyncIterable<LockInfo> {
+  /** The table's own order (name is COLLATE "C": byte order), from the cursor, LIMIT the page. */
+  async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const pattern = prefix.replace(/[\\%_]/g, '\\$&') + '%'
-    let after = ''
-    for (;;) {
-      const rows = await this.run<InfoRow>('list', [pattern, after, LIST_PAGE])
+    let after = page?.after ?? ''
+    let left = limitOf(page)
+    while (left > 0) {
+      const size = Math.min(LIST_PAGE, left)
+      const rows = await this.run<InfoRow>('list', [pattern, after, size])
       for (const row of rows) yield infoOf(row)
-      if (rows.length < LIST_PAGE) return
+      if (rows.length < size) return
+      left -= rows.length
       after = rows.at(-1)!.name
     }
   }

@@ -1,7 +1,8 @@
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
-  HoldRef, HolderSummary, LockInfo, LockSpec, NodeView, Wake,
+  HoldRef, HolderSummary, ListPage, LockInfo, LockSpec, NodeView, Wake,
 } from '../../core/driver.js'
+import { inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { monotonicNow } from '../../core/clock.js'
 import { BatonError } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
@@ -490,12 +491,13 @@ export class RedlockDriver implements Driver {
     }
   }
 
-  async *list(prefix: string): AsyncIterable<LockInfo> {
+  /** Names from every node (SCAN only), then the quorum's view of just the page's names, in order. */
+  async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const names = new Set<string>()
     const reached = await Promise.all(this.nodes.map(async (node) => {
       if (!node.driver) return false
       try {
-        for await (const info of node.driver.list(prefix)) names.add(info.name)
+        for (const name of await node.driver.names(prefix)) names.add(name)
         return true
       } catch {
         return false
@@ -504,10 +506,7 @@ export class RedlockDriver implements Driver {
     if (reached.filter(Boolean).length < this.majority) {
       throw new BatonError('QUORUM_NOT_REACHED', `list() reached only ${reached.filter(Boolean).length} of ${this.nodes.length} redlock nodes`)
     }
-    for (const name of [...names].sort()) {
-      const info = await this.inspect(name)
-      if (info) yield info
-    }
+    yield* inspectInOrder(namesOfPage(names, prefix, page), limitOf(page), (name) => this.inspect(name))
   }
 
   async forceRelease(name: string): Promise<boolean> {

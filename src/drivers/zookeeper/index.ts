@@ -1,8 +1,9 @@
 import type { Event, Stat } from 'node-zookeeper-client'
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult, HoldRef,
-  HolderSummary, LockInfo, LockSpec, Wake,
+  HolderSummary, ListPage, LockInfo, LockSpec, Wake,
 } from '../../core/driver.js'
+import { inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { monotonicNow } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
 import { conflictIn, decodeEntry, encodeEntry, noLockDelay, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
@@ -193,14 +194,12 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     }
   }
 
-  async *list(prefix: string): AsyncIterable<LockInfo> {
+  /** The names are the root's children (one read, no range in ZooKeeper): sorted here, then only the page's inspected. */
+  async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
     const parents = await this.guard(session.children(ROOT))
-    const names = parents.map(nameOf).filter((n): n is string => n !== undefined && n.startsWith(prefix)).sort()
-    for (const name of names) {
-      const info = await this.inspect(name)
-      if (info) yield info
-    }
+    const names = parents.map(nameOf).filter((n): n is string => n !== undefined)
+    yield* inspectInOrder(namesOfPage(names, prefix, page), limitOf(page), (name) => this.inspect(name))
   }
 
   async forceRelease(name: string): Promise<boolean> {
