@@ -33,6 +33,30 @@ export function listing(ctx: SuiteContext): void {
       assert.deepEqual(await b.list({ prefix }), [])
     })
 
+    it('list() pages: byte order, after a cursor, at most a limit, idle names skipped', async () => {
+      const client = await ctx.client()
+      const prefix = ctx.name('pages') + '/'
+      // "a-b" sorts before "a/..." by key but after "a" by name; "é" (2 bytes) after "z".
+      const names = ['a', 'a-b', 'a/c', 'b', 'idle', 'z', 'é'].map((n) => prefix + n)
+      const leases = await Promise.all(names.map((n) => client.mutex(n).acquire()))
+      await leases[names.indexOf(`${prefix}idle`)]!.release()
+      const live = names.filter((n) => !n.endsWith('idle'))
+      assert.deepEqual((await client.list({ prefix })).map((v) => v.name), live)
+      const walked: string[] = []
+      let after: string | undefined
+      for (let pages = 0; pages < 10; pages++) {
+        const page = await client.list({ prefix, limit: 2, ...(after ? { after } : {}) })
+        assert.ok(page.length <= 2)
+        walked.push(...page.map((v) => v.name))
+        if (page.length < 2) break
+        after = page.at(-1)!.name
+      }
+      assert.deepEqual(walked, live)
+      assert.deepEqual((await client.list({ prefix, after: `${prefix}b`, limit: 1 })).map((v) => v.name), [`${prefix}z`])
+      await assert.rejects(client.list({ prefix, limit: 0 }), (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT')
+      await Promise.all(leases.map((l) => l.release()))
+    })
+
     it('await using releases at the end of the block', async () => {
       const client = await ctx.client()
       const name = ctx.name('dispose')
