@@ -151,9 +151,14 @@ async function sync(progressive) {
   const names = progressive ? state.names : []
   if (!progressive) state.replay = []
   let cursor
+  let first = progressive
   try {
     do {
-      const query = new URLSearchParams({ limit: String(LIST_LIMIT) })
+      // The first load asks for one table page first: the server reads only
+      // that page from the store, so the table shows at once; the rest of
+      // the list streams in behind it a thousand at a time.
+      const query = new URLSearchParams({ limit: String(first ? PAGE_SIZE : LIST_LIMIT) })
+      first = false
       if (cursor) query.set('cursor', cursor)
       const page = await api(`/v1/locks?${query}`)
       for (const view of page.locks) setLock(map, names, fromView(view))
@@ -534,11 +539,10 @@ async function start() {
   state.names = []
   state.queue = []
   try {
-    const info = await api('/v1/info').catch((error) => {
-      if (error.status === 401 || error.status === 403) throw error
-      return null
-    })
-    if (info) $('store').textContent = `store: ${info.store}`
+    // Not awaited: the first list page need not wait for it (a missing token shows there too).
+    void api('/v1/info').then((info) => {
+      if (generation === state.generation) $('store').textContent = `store: ${info.store}`
+    }, () => undefined)
     // Events first, so nothing granted while the list loads is missed.
     void stream(generation)
     await sync(true)
