@@ -4,22 +4,27 @@ import type {
 } from '../../core/driver.js'
 import { limitOf, namesOfPage } from '../../core/list.js'
 import { monotonicNow } from '../../core/clock.js'
+import { Deadlines, type Deadline } from './deadlines.js'
 import { canJoin, describeConflict } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
 
 /**
  * The embedded store: the reference semantics every other store matches.
- * State lives in maps; expiry and lock delay run on (unref'd) timers, and a
+ * State lives in maps; expiry and lock delay run on one (unref'd) timer, and a
  * release or expiry hands the lock to the head of the line at once.
  */
-interface Holder {
+interface Holder extends Deadline {
   owner: string
   token: bigint
   mode: HoldMode
   /** Monotonic. For a phantom: when its lock delay ends. */
   expiresAt: number
   lockDelayMs: number
-  timer: NodeJS.Timeout
+  /** Where it is held, for the store-wide expiry heap. */
+  name: string
+  state: LockState
+  /** A lock-delay phantom of an expired hold, not a live one. */
+  phantom: boolean
 }
 interface Waiter {
   owner: string
@@ -36,8 +41,10 @@ interface LockState {
   /**
    * Lock delay: expired holds that keep their own slot (same mode) until their
    * `expiresAt`, held by nobody: their owners can not extend or release them.
+   * An array, not a Set: almost always empty, and an empty array costs a
+   * fraction of an empty Set in every held lock's state.
    */
-  phantoms: Set<Holder>
+  phantoms: Holder[]
   line: Waiter[]
   /** Highest token granted for this name while it has state (for inspect). */
   lastToken: bigint
@@ -63,6 +70,8 @@ class MemoryStore {
   lastToken = 0n
   /** Wake-up routes by owner (owners are unique across clients). */
   readonly watchers = new Map<string, (wake: Wake) => void>()
+  /** Ends of holds and of lock-delay phantoms, under one timer (set by the first driver on the store). */
+  deadlines: Deadlines<Holder> | undefined
   constructor(readonly nextToken?: TokenSource) {}
 }
 
@@ -83,10 +92,13 @@ export class MemoryDriver implements Driver {
   private readonly watchers: Map<string, (wake: Wake) => void>
   /** Owners this client watches, forgotten at close(). */
   private readonly mine = new Set<string>()
+  private readonly deadlines: Deadlines<Holder>
 
   constructor(private readonly shared: MemoryStore = new MemoryStore()) {
     this.locks = shared.locks
     this.watchers = shared.watchers
+    // What an end does touches only the shared state, so any driver of the store can run it.
+    this.deadlines = shared.deadlines ??= new Deadlines((holder) => (holder.phantom ? this.endPhantom(holder) : this.expire(holder)))
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -97,7 +109,7 @@ export class MemoryDriver implements Driver {
       state = undefined
     }
     if (!state) {
-      state = { kind: request.kind, fair: request.fair, permits: request.permits, holders: new Map(), phantoms: new Set(), line: [], lastToken: 0n }
+      state = { kind: request.kind, fair: request.fair, permits: request.permits, holders: new Map(), phantoms: [], line: [], lastToken: 0n }
       this.locks.set(request.name, state)
     } else {
       const conflict = describeConflict(state, request)
@@ -135,7 +147,7 @@ export class MemoryDriver implements Driver {
       const holder = state?.holders.get(hold.owner)
       if (!state || !holder || holder.expiresAt <= now) return { status: 'lost' }
       holder.expiresAt = now + ttlMs
-      this.armExpiry(hold.name, state, holder, ttlMs)
+      this.armExpiry(holder)
       return { status: 'extended', ttlMs }
     })
   }
@@ -145,7 +157,7 @@ export class MemoryDriver implements Driver {
     if (!state) return false
     const holder = state.holders.get(hold.owner)
     if (holder) {
-      clearTimeout(holder.timer)
+      this.deadlines.delete(holder)
       state.holders.delete(hold.owner)
     } else {
       const queued = state.line.findIndex((w) => w.owner === hold.owner)
@@ -206,12 +218,12 @@ export class MemoryDriver implements Driver {
     if (!state) return false
     const held = state.holders.size > 0
     for (const holder of state.holders.values()) {
-      clearTimeout(holder.timer)
+      this.deadlines.delete(holder)
       this.notify(holder.owner, { type: 'lost', reason: 'released by force (forceRelease)' })
     }
-    for (const phantom of state.phantoms) clearTimeout(phantom.timer)
+    for (const phantom of state.phantoms) this.deadlines.delete(phantom)
     state.holders.clear()
-    state.phantoms.clear()
+    state.phantoms.length = 0
     const now = monotonicNow()
     for (const waiter of state.line.splice(0)) {
       if (waiter.staleAt > now) this.notify(waiter.owner, { type: 'retry' })
@@ -250,36 +262,40 @@ export class MemoryDriver implements Driver {
     state.lastToken = token
     const holder: Holder = {
       owner: who.owner, token, mode: who.mode, expiresAt: now + who.ttlMs, lockDelayMs: who.lockDelayMs,
-      timer: undefined as unknown as NodeJS.Timeout,
+      name, state, phantom: false, fireAt: 0, heapIndex: -1,
     }
     state.holders.set(who.owner, holder)
-    this.armExpiry(name, state, holder, who.ttlMs)
+    this.armExpiry(holder)
     return { status: 'granted', token, ttlMs: who.ttlMs }
   }
 
-  private armExpiry(name: string, state: LockState, holder: Holder, ttlMs: number): void {
-    clearTimeout(holder.timer)
-    holder.timer = setTimeout(() => this.expire(name, state, holder), ttlMs + 1)
-    holder.timer.unref()
+  /** A millisecond after the lease's end, as the store's own clock sees it. */
+  private armExpiry(holder: Holder): void {
+    this.deadlines.set(holder, holder.expiresAt + 1)
   }
 
-  private expire(name: string, state: LockState, holder: Holder): void {
+  private expire(holder: Holder): void {
+    const { name, state } = holder
     if (state.holders.get(holder.owner) !== holder) return
     const now = monotonicNow()
-    if (holder.expiresAt > now) return this.armExpiry(name, state, holder, holder.expiresAt - now)
+    if (holder.expiresAt > now) return this.armExpiry(holder)
     state.holders.delete(holder.owner)
     if (holder.lockDelayMs > 0) {
       // Lock delay: the expired hold keeps its slot, as a phantom, a while longer.
-      const phantom = { ...holder, expiresAt: now + holder.lockDelayMs }
-      state.phantoms.add(phantom)
-      phantom.timer = setTimeout(() => {
-        state.phantoms.delete(phantom)
-        this.promote(name, state, monotonicNow())
-        this.dropIfIdle(name, state)
-      }, holder.lockDelayMs + 1)
-      phantom.timer.unref()
+      const phantom: Holder = { ...holder, expiresAt: now + holder.lockDelayMs, phantom: true, heapIndex: -1 }
+      state.phantoms.push(phantom)
+      this.deadlines.set(phantom, phantom.expiresAt + 1)
     }
     this.promote(name, state, now)
+    this.dropIfIdle(name, state)
+  }
+
+  private endPhantom(phantom: Holder): void {
+    const { name, state } = phantom
+    const at = state.phantoms.indexOf(phantom)
+    if (at < 0) return
+    state.phantoms.splice(at, 1)
+    this.promote(name, state, monotonicNow())
     this.dropIfIdle(name, state)
   }
 
@@ -309,13 +325,13 @@ export class MemoryDriver implements Driver {
   }
 
   private drop(name: string, state: LockState): void {
-    for (const holder of [...state.holders.values(), ...state.phantoms]) clearTimeout(holder.timer)
+    for (const holder of [...state.holders.values(), ...state.phantoms]) this.deadlines.delete(holder)
     if (this.locks.get(name) === state) this.locks.delete(name)
   }
 }
 
 function isIdle(state: LockState, now: number): boolean {
-  return state.holders.size === 0 && state.phantoms.size === 0 && state.line.every((w) => w.staleAt <= now)
+  return state.holders.size === 0 && state.phantoms.length === 0 && state.line.every((w) => w.staleAt <= now)
 }
 
 /** Modes of the holds and of the phantoms of expired holds (lock delay): both take their slot. */
