@@ -100,9 +100,9 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
         done()
       }, ...hooks(route.preValidation)]
     }
-    const url = route.url
+    const record = metrics.route(route.url)
     route.onResponse = [...hooks(route.onResponse), (request, reply, done) => {
-      metrics.request(request.method, url, reply.statusCode, reply.elapsedTime / 1000)
+      record(request.method, reply.statusCode, reply.elapsedTime / 1000)
       done()
     }]
   })
@@ -111,8 +111,9 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
     if (http.message.startsWith('internal error')) console.error(`baton serve: ${(error as Error).stack ?? String(error)}`)
     return sendError(reply, http)
   })
+  const unmatched = metrics.route('unmatched')
   app.setNotFoundHandler((request, reply) => {
-    metrics.request(request.method, 'unmatched', 404, reply.elapsedTime / 1000)
+    unmatched(request.method, 404, reply.elapsedTime / 1000)
     return sendError(reply, new HttpError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`))
   })
 
