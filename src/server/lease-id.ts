@@ -1,3 +1,4 @@
+import * as crypto from 'node:crypto'
 import { createHash } from 'node:crypto'
 import type { HoldMode, HoldRef, LockKind } from '../core/driver.js'
 import { MAX_DURATION_MS } from '../core/duration.js'
@@ -28,42 +29,90 @@ const SECRET_OWNER = /^[A-Za-z0-9_-]{1,16}\.[A-Za-z0-9_-]{22}$/
 const TOKEN = /^[1-9]\d{0,38}$/
 export const MAX_LEASE_ID_LENGTH = 1024
 
-export function encodeLeaseId(ref: LeaseRef): string {
-  const fields = [
-    1, ref.name, KINDS.indexOf(ref.kind), MODES.indexOf(ref.mode), ref.permits, ref.fair ? 1 : 0,
-    ref.lockDelayMs, ref.owner, ref.token.toString(), ref.ttlMs,
-  ]
-  return Buffer.from(JSON.stringify(fields)).toString('base64url')
+/**
+ * A compact binary layout, base64url: parsing JSON and checking ten fields
+ * of an array by regex cost a visible share of each request.
+ *
+ *   u8 version (2) · u8 kind | mode << 2 | fair << 4 · varint permits ·
+ *   varint lockDelayMs · varint ttlMs · u8 n + n ASCII digits of the token ·
+ *   u8 n + n ASCII bytes of the owner · the name in UTF-8 (the rest)
+ */
+const VERSION = 2
+const scratch = Buffer.allocUnsafe(2 * MAX_LEASE_ID_LENGTH)
+
+export function encodeLeaseId(ref: HoldRef, ttlMs: number): string {
+  const buf = scratch
+  buf[0] = VERSION
+  buf[1] = KINDS.indexOf(ref.kind) | (MODES.indexOf(ref.mode) << 2) | (ref.fair ? 16 : 0)
+  let at = writeVarint(buf, 2, ref.permits)
+  at = writeVarint(buf, at, ref.lockDelayMs)
+  at = writeVarint(buf, at, ttlMs)
+  const token = ref.token.toString()
+  buf[at] = token.length
+  at += 1 + buf.write(token, at + 1, 'latin1')
+  buf[at] = ref.owner.length
+  at += 1 + buf.write(ref.owner, at + 1, 'latin1')
+  at += buf.write(ref.name, at, 'utf8')
+  return buf.toString('base64url', 0, at)
 }
 
 /** The ref in a lease id, or null for anything that is not a well-formed lease id. */
 export function decodeLeaseId(id: string): LeaseRef | null {
   if (id.length > MAX_LEASE_ID_LENGTH || !/^[A-Za-z0-9_-]+$/.test(id)) return null
-  let fields: unknown
-  try {
-    fields = JSON.parse(Buffer.from(id, 'base64url').toString('utf8'))
-  } catch {
-    return null
-  }
-  if (!Array.isArray(fields) || fields.length !== 10 || fields[0] !== 1) return null
-  const [, name, kindIndex, modeIndex, permits, fair, lockDelayMs, owner, token, ttlMs] = fields as unknown[]
-  const kind = KINDS[kindIndex as number]
-  const mode = MODES[modeIndex as number]
-  if (!kind || !mode || !MODES_OF[kind].includes(mode)) return null
+  const buf = Buffer.from(id, 'base64url')
+  if (buf.length < 8 || buf[0] !== VERSION) return null
+  const flags = buf[1]!
+  const kind = KINDS[flags & 3]
+  const mode = MODES[(flags >> 2) & 3]
+  if (!kind || !mode || !MODES_OF[kind].includes(mode) || flags >> 5 !== 0) return null
+  const cursor = { at: 2 }
+  const permits = readVarint(buf, cursor)
+  const lockDelayMs = readVarint(buf, cursor)
+  const ttlMs = readVarint(buf, cursor)
   if (!isWhole(permits, 1, 1_000_000) || (kind !== 'semaphore' && permits !== 1)) return null
-  if (fair !== 0 && fair !== 1) return null
   if (!isWhole(lockDelayMs, 0, MAX_DURATION_MS) || !isWhole(ttlMs, 1, MAX_DURATION_MS)) return null
-  if (typeof owner !== 'string' || !SECRET_OWNER.test(owner)) return null
-  if (typeof token !== 'string' || !TOKEN.test(token)) return null
+  const token = readAscii(buf, cursor)
+  const owner = readAscii(buf, cursor)
+  if (token === undefined || !TOKEN.test(token) || owner === undefined || !SECRET_OWNER.test(owner)) return null
+  const name = buf.toString('utf8', cursor.at)
   try {
     validateName(name)
   } catch {
     return null
   }
-  return {
-    name: name as string, kind, mode, permits: permits as number, fair: fair === 1, lockDelayMs: lockDelayMs as number,
-    owner, token: BigInt(token), ttlMs: ttlMs as number,
+  return { name, kind, mode, permits, fair: (flags & 16) !== 0, lockDelayMs, owner, token: BigInt(token), ttlMs }
+}
+
+/** Unsigned LEB128 of a whole number below 2^53. */
+function writeVarint(buf: Buffer, at: number, value: number): number {
+  while (value >= 128) {
+    buf[at++] = (value % 128) | 128
+    value = Math.floor(value / 128)
   }
+  buf[at++] = value
+  return at
+}
+
+/** NaN when malformed (too long, or past the end). */
+function readVarint(buf: Buffer, cursor: { at: number }): number {
+  let value = 0
+  let scale = 1
+  for (let i = 0; i < 8; i++) {
+    const byte = buf[cursor.at++]
+    if (byte === undefined) return NaN
+    value += (byte & 127) * scale
+    if (byte < 128) return value
+    scale *= 128
+  }
+  return NaN
+}
+
+function readAscii(buf: Buffer, cursor: { at: number }): string | undefined {
+  const length = buf[cursor.at]
+  if (length === undefined || cursor.at + 1 + length > buf.length) return undefined
+  const text = buf.toString('latin1', cursor.at + 1, cursor.at + 1 + length)
+  cursor.at += 1 + length
+  return text
 }
 
 function isWhole(value: unknown, min: number, max: number): boolean {
@@ -76,5 +125,8 @@ function isWhole(value: unknown, min: number, max: number): boolean {
  * useless for acting on a lease.
  */
 export function ownerDigest(owner: string): string {
-  return createHash('sha256').update(owner).digest('base64url').slice(0, 16)
+  // One-shot crypto.hash (Node >= 20.12) is a third cheaper than a Hash object; it runs once per grant.
+  return (oneShot ? oneShot('sha256', owner, 'base64url') : createHash('sha256').update(owner).digest('base64url')).slice(0, 16)
 }
+
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash

@@ -52,9 +52,19 @@ export class Metrics {
       'baton_http_request_duration_seconds', 'HTTP requests by route and status', ['method', 'route', 'status'],
       [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5, 30], registry,
     )
+    const counted = new Map<string, CounterSeries>()
+    const waited = new Map<string, HistogramSeries>()
     this.unsubscribe = hub.count((type, kind, waitedMs) => {
-      byType[type].labels(store, kind).inc()
-      if (type === 'grant' && waitedMs !== undefined) wait.labels(store, kind).observe(waitedMs / 1000)
+      // Keyed by type and kind: two short strings, a handful of series.
+      const key = type + kind
+      let series = counted.get(key)
+      if (!series) counted.set(key, (series = byType[type].labels(store, kind)))
+      series.inc()
+      if (type === 'grant' && waitedMs !== undefined) {
+        let histogram = waited.get(kind)
+        if (!histogram) waited.set(kind, (histogram = wait.labels(store, kind)))
+        histogram.observe(waitedMs / 1000)
+      }
     })
   }
 

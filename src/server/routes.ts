@@ -257,7 +257,7 @@ class AnswerStream {
 /** `askedTtlMs`: the ttl asked for, the default of later extends; `leftMs`: what the store granted. */
 function grantBody(ref: HoldRef, askedTtlMs: number, leftMs: number) {
   return {
-    leaseId: encodeLeaseId({ ...ref, ttlMs: askedTtlMs }), name: ref.name, token: ref.token.toString(), expiresAt: Date.now() + leftMs, ttlMs: leftMs,
+    leaseId: encodeLeaseId(ref, askedTtlMs), name: ref.name, token: ref.token.toString(), expiresAt: Date.now() + leftMs, ttlMs: leftMs,
     owner: ownerDigest(ref.owner), mode: ref.mode,
   }
 }

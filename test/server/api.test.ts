@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import { startBatonServer, type BatonServer } from '../harness/baton-server.js'
 import { ms } from '../harness/timing.js'
 import { call, curl, lockPath, readEvents } from './client.js'
+import { decodeLeaseId, encodeLeaseId } from '../../src/server/lease-id.js'
 
 let server: BatonServer
 let base: string
@@ -14,7 +15,7 @@ let seq = 0
 const fresh = (label: string) => `api/${label}/${++seq}/${Math.random().toString(36).slice(2, 8)}`
 
 /** The secret owner inside a lease id (the test knows the format; clients need not). */
-const secretOf = (leaseId: string): string => JSON.parse(Buffer.from(leaseId, 'base64url').toString())[7]
+const secretOf = (leaseId: string): string => decodeLeaseId(leaseId)!.owner.split('.')[1]!
 
 async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + ms(10_000)
@@ -213,7 +214,9 @@ describe('baton serve: bad input never reaches the store', () => {
   it('unknown lease ids: 404 for what is not a lease id, 410 or released false for one that is gone', async () => {
     assert.equal((await call(base, 'POST', '/v1/leases/nope/extend')).status, 404)
     assert.equal((await call(base, 'DELETE', '/v1/leases/nope')).status, 404)
-    const forged = Buffer.from(JSON.stringify([1, 'x', 0, 0, 1, 0, 0, 'abcdefgh.AAAAAAAAAAAAAAAAAAAAAA', '1', 1000])).toString('base64url')
+    const forged = encodeLeaseId({
+      name: 'x', kind: 'mutex', mode: 'exclusive', permits: 1, fair: false, lockDelayMs: 0, owner: 'abcdefgh.AAAAAAAAAAAAAAAAAAAAAA', token: 1n,
+    }, 1000)
     assert.equal((await call(base, 'POST', `/v1/leases/${forged}/extend`)).status, 410)
     assert.deepEqual((await call(base, 'DELETE', `/v1/leases/${forged}`)).body, { released: false })
     assert.equal((await call(base, 'GET', '/v1/nothing')).status, 404)
