@@ -39,7 +39,7 @@ describe('lease ids', () => {
     const variants = [
       id(bytes.subarray(0, 7)), id(Buffer.concat([Buffer.from([1]), bytes.subarray(1)])), // truncated, old version
       id(Buffer.concat([bytes.subarray(0, 1), Buffer.from([3]), bytes.subarray(2)])), // mutex with mode 0b11
-      id(Buffer.concat([bytes.subarray(0, 1), Buffer.from([1 | (1 << 2)]), bytes.subarray(2)])), // rwlock, exclusive
+      id(Buffer.concat([bytes.subarray(0, 1), Buffer.from([1]), bytes.subarray(2)])), // rwlock, exclusive
       other({ permits: 2 }), other({ owner: 'short.owner' }), other({ token: -1n }), other({ token: 0n }),
       other({ name: 'a\u0000b' }), other({ ttlMs: 0 }),
     ]
