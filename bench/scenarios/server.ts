@@ -157,10 +157,23 @@ export const server: Scenario = {
 
       const memRatio = median(memPairs) / median(bare)
       const redisRatio = median(redisPairs) / median(libPairs)
+      // The most any HTTP server could reach here: the bare node:http server's
+      // requests/s as pairs (two requests each), against the library's pairs/s.
+      // On a small machine, where the load generator shares the cores, this can
+      // be below the 0.5× target: then the target is out of reach on it.
+      const ceiling = median(bare) / 2 / median(libPairs)
       const p50 = handovers.percentile(50)
       rows.push(
         { figure: 'server pairs/s, memory store', baton: fmtRate(median(memPairs)), other: `bare node:http ${fmtRate(median(bare))} requests`, ratio: fmtRatio(memRatio), target: '≥ 0.35×', met: memRatio >= 0.35 },
         { figure: 'server pairs/s, Redis store', baton: fmtRate(median(redisPairs)), other: `library on Redis ${fmtRate(median(libPairs))} pairs`, ratio: fmtRatio(redisRatio), target: '≥ 0.5×', met: redisRatio >= 0.5 },
+        {
+          figure: 'bound on the Redis ratio here: bare node:http pairs/s ÷ library pairs/s', baton: fmtRate(median(bare) / 2),
+          other: `library on Redis ${fmtRate(median(libPairs))} pairs`, ratio: fmtRatio(ceiling), target: 'context', met: undefined,
+        },
+        {
+          figure: 'server Redis pairs/s as a share of that bound', baton: fmtRate(median(redisPairs)), other: `bare node:http ${fmtRate(median(bare) / 2)} pairs`,
+          ratio: fmtRatio(median(redisPairs) / (median(bare) / 2)), target: 'context', met: undefined,
+        },
         { figure: 'server long-poll hand-over p50', baton: fmtMs(p50), other: `one GET /healthz round trip p50 ${fmtMs(plain.percentile(50))}`, ratio: '', target: '≤ 2 ms', met: p50 <= 2 },
         { figure: 'server heap per held lock (memory store)', baton: fmtBytes(perLock), other: '', ratio: '', target: '≤ 1 KB', met: perLock <= 1024 },
       )

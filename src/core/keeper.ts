@@ -109,6 +109,7 @@ export class Keeper {
     this.checkOpen()
     this.taking++
     try {
+      if (options.waitMs === 0 && options.nullIfBusy) return await this.tryDetached(spec, options.ttlMs)
       const got = await this.obtainGrant(spec, options)
       if (!got) return null
       got.unwatch()
@@ -118,6 +119,33 @@ export class Keeper {
     } finally {
       if (--this.taking === 0) this.drained?.()
     }
+  }
+
+  /**
+   * One attempt, no waiting: nothing can be handed over to an owner that is
+   * not in line, so there is no wake-up to watch for (a forced release right
+   * after the grant shows at the lease's next extend or release).
+   */
+  private async tryDetached(spec: LockSpec, ttlMs: number): Promise<DetachedGrant | null> {
+    const owner = this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId)
+    const started = monotonicNow()
+    const request: AttemptRequest & { token: bigint } = {
+      name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
+      lockDelayMs: spec.lockDelayMs, owner, ttlMs, enqueue: false, queueTtlMs: 0, retry: false, token: 0n,
+    }
+    const result = await this.driver.acquire(request).catch((error: unknown) => {
+      // The attempt may still land after it failed here (a late answer): undo it, so no ghost holds the lock.
+      this.driver.release(request).catch(() => {})
+      throw error
+    })
+    if (result.status === 'conflict') throw invalidArgument(result.detail)
+    if (result.status === 'busy') return null
+    if (this.closed) {
+      await this.driver.release(request).catch(() => {})
+      this.checkOpen()
+    }
+    request.token = result.token
+    return { ref: request, ttlMs: result.ttlMs, startedAt: started, waitedMs: monotonicNow() - started, lost: false }
   }
 
   /** A new owner's attempts until granted (watching its wake-ups), or null when busy and `nullIfBusy`. */
