@@ -9,6 +9,16 @@ import { scopeInFlow, type Reentry } from './reentrancy.js'
 import { obtain, WakeRoute, type AttemptRequest } from './waiter.js'
 import { Watchdog } from './watchdog.js'
 
+export interface DetachedOptions extends Omit<TakeOptions, 'autoExtend' | 'reentrant'> {
+  /**
+   * The owner to acquire as, instead of a new one: the lock server's
+   * idempotent acquires derive it from the client's request id, so a retried
+   * request is answered the hold its first attempt got (every driver attempt
+   * is idempotent for an owner that already holds or waits).
+   */
+  owner?: string
+}
+
 /** A grant handed out without a Hold (the lock server's leases). */
 export interface DetachedGrant {
   readonly ref: HoldRef
@@ -105,11 +115,11 @@ export class Keeper {
    * HTTP lease would only cost memory (a timer and closures per held lock).
    * Never reentrant; no diagnostics events (the server reports its own).
    */
-  async takeDetached(spec: LockSpec, options: Omit<TakeOptions, 'autoExtend' | 'reentrant'>): Promise<DetachedGrant | null> {
+  async takeDetached(spec: LockSpec, options: DetachedOptions): Promise<DetachedGrant | null> {
     this.checkOpen()
     this.taking++
     try {
-      if (options.waitMs === 0 && options.nullIfBusy) return await this.tryDetached(spec, options.ttlMs)
+      if (options.waitMs === 0 && options.nullIfBusy) return await this.tryDetached(spec, options.ttlMs, options.owner)
       const got = await this.obtainGrant(spec, options)
       if (!got) return null
       got.unwatch()
@@ -126,12 +136,12 @@ export class Keeper {
    * not in line, so there is no wake-up to watch for (a forced release right
    * after the grant shows at the lease's next extend or release).
    */
-  private async tryDetached(spec: LockSpec, ttlMs: number): Promise<DetachedGrant | null> {
-    const owner = this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId)
+  private async tryDetached(spec: LockSpec, ttlMs: number, given: string | undefined): Promise<DetachedGrant | null> {
+    const owner = given ?? (this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId))
     const started = monotonicNow()
     const request: AttemptRequest & { token: bigint } = {
       name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
-      lockDelayMs: spec.lockDelayMs, owner, ttlMs, enqueue: false, queueTtlMs: 0, retry: false, token: 0n,
+      lockDelayMs: spec.lockDelayMs, owner, ttlMs, enqueue: false, queueTtlMs: 0, retry: given !== undefined, token: 0n,
     }
     const result = await this.driver.acquire(request).catch((error: unknown) => {
       // The attempt may still land after it failed here (a late answer): undo it, so no ghost holds the lock.
@@ -149,8 +159,8 @@ export class Keeper {
   }
 
   /** A new owner's attempts until granted (watching its wake-ups), or null when busy and `nullIfBusy`. */
-  private async obtainGrant(spec: LockSpec, options: Omit<TakeOptions, 'autoExtend' | 'reentrant'>) {
-    const owner = this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId)
+  private async obtainGrant(spec: LockSpec, options: DetachedOptions) {
+    const owner = options.owner ?? (this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId))
     const route = new WakeRoute()
     const unwatch = this.driver.watch(spec.name, owner, route.deliver)
     const started = monotonicNow()

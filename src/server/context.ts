@@ -18,6 +18,8 @@ export interface ServerContext {
   readonly dataDir: DataDir | undefined
   /** Waiting acquires by the client's waitId, so DELETE /v1/waits/{waitId} can end them. */
   readonly waits: Map<string, { controller: AbortController; done: Promise<unknown> }>
+  /** Request ids of idempotent acquires in progress. */
+  readonly requests: Set<string>
   /** Every waiting acquire, aborted at shutdown. */
   readonly waiting: Set<AbortController>
   /** Open event streams, ended at shutdown. */

@@ -49,7 +49,7 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
   const metrics = new Metrics(hub, { held: () => desk.size, waiting: () => limits.waiting, store: baton.store })
   const ctx: ServerContext = {
     baton, hub, desk, metrics, limits, dataDir: options.dataDir,
-    waits: new Map(), waiting: new Set(), streams: new Set(), shuttingDown: false,
+    waits: new Map(), requests: new Set(), waiting: new Set(), streams: new Set(), shuttingDown: false,
   }
 
   const app = Fastify({

@@ -129,4 +129,17 @@ export function ownerDigest(owner: string): string {
   return (oneShot ? oneShot('sha256', owner, 'base64url') : createHash('sha256').update(owner).digest('base64url')).slice(0, 16)
 }
 
+/**
+ * The owner of an idempotent acquire: the server's client id and 128 bits
+ * of SHA-256 of the client's secret request id and the name. A retried
+ * request (its first answer lost on the way) acquires as the same owner, and
+ * the store answers it the hold the first attempt got; the request id is a
+ * secret of the client, so the owner stays unguessable.
+ */
+export function idempotentOwner(clientId: string, requestId: string, name: string): string {
+  const text = `${requestId}\u0000${name}`
+  const digest = oneShot ? oneShot('sha256', text, 'base64url') : createHash('sha256').update(text).digest('base64url')
+  return `${clientId}.${digest.slice(0, 22)}`
+}
+
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash

@@ -11,7 +11,7 @@ import { demand } from './auth.js'
 import { accessOf, refuseGrantsIfNotReady, shuttingDown, type ServerContext } from './context.js'
 import { kindOf } from './events.js'
 import { HttpError, toHttpError } from './http-errors.js'
-import { decodeLeaseId, encodeLeaseId, ownerDigest, type LeaseRef } from './lease-id.js'
+import { decodeLeaseId, encodeLeaseId, idempotentOwner, ownerDigest, type LeaseRef } from './lease-id.js'
 import { schemas } from './schemas.js'
 
 type Duration = number | string
@@ -23,6 +23,7 @@ interface AcquireBody {
   fair?: boolean
   lockDelay?: Duration
   waitId?: string
+  requestId?: string
 }
 type NameParams = { Params: { name: string } }
 type LeaseParams = { Params: { leaseId: string } }
@@ -44,10 +45,18 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const stream = waitMs > 0 && request.headers.accept === NDJSON ? new AnswerStream(reply) : undefined
     const started = performance.now()
     let outcome = 'granted'
+    const requestId = body.requestId
+    let owner: string | undefined
+    if (requestId !== undefined) {
+      // One attempt per request id at a time: two in flight as one owner could undo each other's hold.
+      if (ctx.requests.has(requestId)) throw new HttpError('INVALID_ARGUMENT', 'an acquire with this requestId is still in progress on this server', undefined, 409)
+      owner = idempotentOwner(keeper.clientId, requestId, name)
+      ctx.requests.add(requestId)
+    }
     try {
       const grant = waitMs === 0
-        ? await keeper.takeDetached(spec, { ttlMs, waitMs: 0, signal: undefined, nullIfBusy: true })
-        : await waitFor(ctx, reply, spec, ttlMs, waitMs, body.waitId, stream && ((owner) => stream.line({ state: 'waiting', owner: ownerDigest(owner) })))
+        ? await keeper.takeDetached(spec, { ttlMs, waitMs: 0, signal: undefined, nullIfBusy: true, ...(owner ? { owner } : {}) })
+        : await waitFor(ctx, reply, spec, ttlMs, waitMs, body.waitId, owner, stream && ((owner) => stream.line({ state: 'waiting', owner: ownerDigest(owner) })))
       if (!grant) throw new HttpError('LOCK_TIMEOUT', `"${name}" is held; send "wait" to wait for it`)
       if (grant.lost) throw new HttpError('LEASE_LOST', `"${name}" was granted and lost at once (released by force); try again`)
       if (reply.raw.destroyed) {
@@ -66,6 +75,7 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (stream) return stream.fail(answer)
       throw answer
     } finally {
+      if (requestId !== undefined) ctx.requests.delete(requestId)
       ctx.metrics.acquired(kindOf(spec.mode), outcome, (performance.now() - started) / 1000)
     }
   })
@@ -188,7 +198,7 @@ function specOf(name: string, body: AcquireBody): LockSpec {
  */
 async function waitFor(
   ctx: ServerContext, reply: FastifyReply, spec: LockSpec, ttlMs: number, waitMs: number,
-  waitId: string | undefined, onWaiting: ((owner: string) => void) | undefined,
+  waitId: string | undefined, owner: string | undefined, onWaiting: ((owner: string) => void) | undefined,
 ): Promise<DetachedGrant> {
   if (waitId !== undefined && ctx.waits.has(waitId)) throw new HttpError('INVALID_ARGUMENT', 'this waitId is already in use; choose a new random one per request')
   ctx.limits.enter(spec.name)
@@ -199,7 +209,7 @@ async function waitFor(
   reply.raw.once('close', onClose)
   ctx.waiting.add(controller)
   const done = ctx.baton.keeper.takeDetached(spec, {
-    ttlMs, waitMs, signal: controller.signal, nullIfBusy: false, ...(onWaiting ? { onWaiting } : {}),
+    ttlMs, waitMs, signal: controller.signal, nullIfBusy: false, ...(onWaiting ? { onWaiting } : {}), ...(owner ? { owner } : {}),
   })
   if (waitId !== undefined) ctx.waits.set(waitId, { controller, done })
   try {

@@ -94,6 +94,10 @@ export const schemas = {
         fair: { type: 'boolean', description: 'grant strictly in arrival order' },
         lockDelay: { ...duration, description: 'keep the name blocked this long after a hold expired' },
         waitId: { type: 'string', minLength: 16, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$', description: 'secret chosen by the client: DELETE /v1/waits/{waitId} leaves the line' },
+        requestId: {
+          type: 'string', minLength: 22, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$',
+          description: 'secret chosen by the client (at least 128 random bits): a retry of this acquire with the same requestId, sent to the same server, is answered the lease the first attempt got instead of a second one',
+        },
       },
     },
     response: { 200: grant, ...errors(400, 401, 403, 409, 429, 503) },

@@ -137,6 +137,37 @@ describe('baton serve: locks and leases', () => {
     assert.equal((await call(base, 'GET', lockPath(sem))).status, 404)
   })
 
+  it('a retried acquire with the same requestId gets the same lease, not a second hold', async () => {
+    const name = fresh('idem')
+    const requestId = Buffer.from(crypto.getRandomValues(new Uint8Array(18))).toString('base64url')
+    const first = await call(base, 'POST', lockPath(name, '/acquire'), { ttl: '10s', requestId })
+    assert.equal(first.status, 200)
+    // Its answer "lost": the client sends the same request again, with or without waiting.
+    const again = await call(base, 'POST', lockPath(name, '/acquire'), { ttl: '10s', requestId })
+    assert.equal(again.status, 200)
+    assert.equal(again.body.token, first.body.token)
+    assert.equal(again.body.leaseId, first.body.leaseId)
+    const waited = await call(base, 'POST', lockPath(name, '/acquire'), { ttl: '10s', wait: '1s', requestId })
+    assert.equal(waited.body.token, first.body.token)
+    const view = await call(base, 'GET', lockPath(name))
+    assert.equal(view.body.holders.length, 1)
+    // Anyone else is still refused; another name with the same id is another lease.
+    assert.equal((await call(base, 'POST', lockPath(name, '/acquire'), { ttl: '10s' })).status, 409)
+    const other = await call(base, 'POST', lockPath(`${name}-2`, '/acquire'), { ttl: '10s', requestId })
+    assert.notEqual(other.body.leaseId, first.body.leaseId)
+    // Two attempts of one request id at once are refused, so they can not undo each other.
+    const holder = await call(base, 'POST', lockPath(`${name}-3`, '/acquire'), { ttl: '10s' })
+    const blocked = Buffer.from(crypto.getRandomValues(new Uint8Array(18))).toString('base64url')
+    const waiting = call(base, 'POST', lockPath(`${name}-3`, '/acquire'), { ttl: '10s', wait: '2s', requestId: blocked })
+    await new Promise((r) => setTimeout(r, ms(200)))
+    assert.equal((await call(base, 'POST', lockPath(`${name}-3`, '/acquire'), { ttl: '10s', requestId: blocked })).status, 409)
+    await call(base, 'DELETE', `/v1/leases/${holder.body.leaseId}`)
+    const granted = await waiting
+    assert.equal(granted.status, 200)
+    for (const lease of [first, other, granted]) assert.deepEqual((await call(base, 'DELETE', `/v1/leases/${lease.body.leaseId}`)).body, { released: true })
+    assert.equal((await call(base, 'POST', lockPath(name, '/acquire'), { requestId: 'short' })).status, 400)
+  })
+
   it('list pages by cursor under a prefix', async () => {
     const prefix = `${fresh('list')}/`
     const leases = []
