@@ -44,7 +44,7 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
   const { baton } = options
   baton.keeper.secretOwners = true
   const hub = new EventHub(baton.store)
-  const desk = new LeaseDesk(baton.driver, hub)
+  const desk = new LeaseDesk(baton.driver, hub, baton.keeper.clientId)
   const limits = new WaitLimits(options.waitCaps ?? DEFAULT_WAIT_CAPS)
   const metrics = new Metrics(hub, { held: () => desk.size, waiting: () => limits.waiting, store: baton.store })
   const ctx: ServerContext = {

@@ -33,7 +33,12 @@ export class LeaseDesk {
   private sweeper: NodeJS.Timeout | undefined
   private swept = 0
 
-  constructor(private readonly driver: Driver, private readonly hub: EventHub) {}
+  /** Owners of this server's grants start with this (its client id and a dot). */
+  private readonly ownPrefix: string
+
+  constructor(private readonly driver: Driver, private readonly hub: EventHub, clientId: string) {
+    this.ownPrefix = `${clientId}.`
+  }
 
   /** Leases granted through this server and not yet released, expired or lost. */
   get size(): number {
@@ -50,8 +55,9 @@ export class LeaseDesk {
   async release(ref: HoldRef): Promise<boolean> {
     const held = await this.driver.release(ref)
     const tracked = this.take(ref)
-    if (held) this.hub.emit('release', ref)
-    else if (tracked) this.hub.emit('expire', ref)
+    // Each server reports the leases it granted, wherever they are released.
+    if (held && ref.owner.startsWith(this.ownPrefix)) this.hub.emit('release', ref)
+    else if (!held && tracked) this.hub.emit('expire', ref)
     return held
   }
 
