@@ -48,10 +48,31 @@ import { parseRedlockUrl, type RedlockSettings } from './settings.js'
  * floor, which only helps where the nodes' clocks agree); a raise delayed past
  * the ttl by the network; and bounded state (`?fenceTtl=`) drops idle
  * counters, leaving the clock floor as with a single Redis.
+ *
+ * Read-write locks: a reader is a shared hold on each node, a writer an
+ * exclusive one, taken by the single-node scripts, which never let the two
+ * coexist on one node. Any reader majority and any writer majority share a
+ * node, so at any instant at most one of them holds there: the same
+ * argument as two writers (two mutex holders). Readers beside readers are
+ * fine. Fencing: a writer's token is above every hold before it (reader or
+ * writer, same argument as the mutex: the shared node's hold ended first);
+ * a reader's is above every writer before it; readers holding at once are
+ * not ordered among themselves (as they need not be).
+ * Writer starvation is a liveness matter, decided on the line node alone: a
+ * writer that has to wait joins the line; every reader asks the line in the
+ * same round trip as its attempt and yields (gives back what it got and
+ * joins the line) while a writer waits ahead of it, so once a writer is in
+ * line, new readers queue behind it and the readers holding drain. The last
+ * of them to release on the line node wakes the writer (a writer head is
+ * not woken while readers still hold there); the writer's release wakes the
+ * readers at the head of the line together. If the line node is down or
+ * changes, readers may barge for a while: that delays a writer, never lets
+ * it overlap a reader. Downgrade: see downgrade(). The semaphore stays
+ * refused (REFUSED: majorities of permits need not share a full node).
  */
 
 const CAPABILITIES: Capabilities = {
-  fair: true, rwlock: false, semaphore: false, lockDelay: true, handoff: false, durableTokens: false,
+  fair: true, rwlock: true, semaphore: false, lockDelay: true, handoff: false, durableTokens: false,
 }
 
 /** Why a kind other than mutex is refused (INVALID_ARGUMENT), for the user and the README. */
@@ -59,9 +80,6 @@ const REFUSED: Partial<Record<LockSpec['kind'], string>> = {
   semaphore:
     'a semaphore can not be made safe over Redlock: with 2 permits and 3 nodes, holders granted on nodes {1,2}, {2,3} and ' +
     '{1,3} each have a majority while no node has more than 2, so 3 hold at once; use redis:// or a consensus store (etcd, ZooKeeper)',
-  rwlock:
-    'read-write locks are not offered over Redlock yet (readers would need the line node to hold back readers behind a waiting ' +
-    'writer, which this version does not do); use a mutex, redis://, or a consensus store',
 }
 
 /** What this client keeps about one of its holds: each node's own token (a node's hold member carries it). */
@@ -69,6 +87,12 @@ interface HoldState {
   readonly tokens: (bigint | undefined)[]
   /** The lease's token, once granted. */
   token?: bigint
+  /**
+   * A write hold downgraded to read: its nodes are addressed with the write
+   * member, which the node scripts also match to the read hold a downgrade
+   * made of it, so a node whose downgrade was late or lost is ended too.
+   */
+  downgraded?: boolean
 }
 
 export class RedlockDriver implements Driver {
@@ -130,11 +154,13 @@ export class RedlockDriver implements Driver {
     const counted = this.countingNodes()
     // Fair: who waits, asked on the line node in the same round trip; a
     // majority with others ahead in line is not taken (they were woken for
-    // it). Not fair: newcomers may barge, as with one Redis; while this
-    // client saw a line lately its newcomers join it first (acquire()), and a
-    // barger that splits the vote with the head goes behind it.
+    // it). Readers ask too, fair or not: a reader lets a writer waiting ahead
+    // of it go first (no writer starvation; see the class comment). Not
+    // fair: newcomers may barge, as with one Redis; while this client saw a
+    // line lately its newcomers join it first (acquire()), and a barger that
+    // splits the vote with the head goes behind it.
     const lineNode = this.lineNode()
-    const peek = lineNode && request.fair ? this.line.place(lineNode.driver!, request, false).catch(() => undefined) : undefined
+    const peek = lineNode && (request.fair || request.mode === 'read') ? this.line.place(lineNode.driver!, request, false).catch(() => undefined) : undefined
     const calls = this.nodes.map((node, i): NodeCall<AcquireResult> => {
       const driver = node.driver
       if (!driver) return node.unreachable()
@@ -297,7 +323,7 @@ export class RedlockDriver implements Driver {
       // Only holds this node granted (with its own token) can be extended there.
       const here = holds.flatMap((hold, h) => {
         const token = states[h]?.tokens[i]
-        return token === undefined ? [] : [{ ...hold, token }]
+        return token === undefined ? [] : [{ ...asSent(hold, states[h]), token }]
       })
       if (here.length === 0) return () => Promise.resolve([])
       return () => driver.extend(here, ttlMs).then((results) => {
@@ -352,8 +378,57 @@ export class RedlockDriver implements Driver {
     const state = this.holds.get(hold.owner)
     this.holds.delete(hold.owner)
     const inLine = this.spots.delete(hold.owner)
-    const released = await this.releaseEverywhere(hold, state?.tokens ?? [], true, inLine)
+    const released = await this.releaseEverywhere(asSent(hold, state), state?.tokens ?? [], true, inLine)
     return released
+  }
+
+  /**
+   * A majority operation, like extend: every node that granted the write
+   * hold turns it into a read hold with the same token and lease end (the
+   * single-node downgrade script), and once a majority did, the readers
+   * waiting at the head of the line are woken. Safe while it is under way:
+   * each node keeps the hold (write or read) throughout, so no writer can
+   * reach a majority; readers admitted on nodes already downgraded hold
+   * beside a holder that has stopped writing (the core downgrades only when
+   * the last write handle is gone).
+   */
+  async downgrade(hold: HoldRef): Promise<boolean> {
+    const state = this.holds.get(hold.owner)
+    if (!state) return false
+    const counted = this.countingNodes()
+    const lineNode = this.lineNode()
+    const calls = this.nodes.map((node, i): NodeCall<boolean> => {
+      const driver = node.driver
+      const token = state.tokens[i]
+      if (!driver) return node.unreachable()
+      if (token === undefined) return () => Promise.resolve(false)
+      return () => {
+        const done = driver.downgrade({ ...hold, mode: 'write', token })
+        // After the downgrade on the same connection: readers first in line may join now.
+        if (node === lineNode) this.line.wake(driver, hold.name).catch(() => {})
+        return done
+      }
+    })
+    const answers = await gather(calls, this.settings.timeoutMs, (partial) => {
+      let yes = 0
+      partial.forEach((a, i) => { if (counted[i] && a?.kind === 'answered' && a.value) yes += 1 })
+      return yes >= this.majority || answeredAll(partial)
+    })
+    // From now on the nodes are addressed with the write member (see HoldState).
+    state.downgraded = true
+    let yes = 0
+    let gone = 0
+    answers.forEach((a, i) => {
+      if (a.kind !== 'answered') return
+      if (a.value) yes += counted[i] ? 1 : 0
+      else gone += 1
+    })
+    if (yes >= this.majority) return true
+    if (gone > this.nodes.length - this.majority) {
+      this.holds.delete(hold.owner)
+      return false
+    }
+    throw this.quorumError(hold.name, answers, counted, `could not downgrade "${hold.name}" on a majority of the redlock nodes in time`)
   }
 
   /**
@@ -443,7 +518,7 @@ export class RedlockDriver implements Driver {
     const lineNode = this.lineNode()
     const [answers, waiters] = await Promise.all([
       gather(calls, this.settings.timeoutMs, () => false),
-      lineNode ? this.line.list(lineNode.driver!, name).catch(() => [] as string[]) : Promise.resolve([] as string[]),
+      lineNode ? this.line.list(lineNode.driver!, name).catch(() => []) : Promise.resolve([]),
     ])
     const views: NodeView[] = answers.map((a, i) => {
       const node = this.nodes[i]!
@@ -480,11 +555,11 @@ export class RedlockDriver implements Driver {
     const first = infos[0]
     return {
       name,
-      kind: first?.kind ?? 'mutex',
+      kind: first?.kind ?? (waiters.some((w) => w.mode !== 'exclusive') ? 'rwlock' : 'mutex'),
       fair: first?.fair ?? false,
       permits: 1,
       holders,
-      waiters: waiters.map((owner) => ({ owner, mode: 'exclusive' as const })),
+      waiters,
       lastToken,
       nodes: views,
     }
@@ -598,6 +673,11 @@ function describeAnswer(value: unknown): string {
     return status
   }
   return 'answered'
+}
+
+/** A hold as sent to the nodes: a downgraded hold keeps its write member there (see HoldState). */
+function asSent<T extends LockSpec>(hold: T, state: HoldState | undefined): T {
+  return state?.downgraded && hold.mode === 'read' ? { ...hold, mode: 'write' } : hold
 }
 
 function withoutToken(spec: LockSpec & { readonly owner: string }): LockSpec & { owner: string } {
