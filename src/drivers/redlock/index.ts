@@ -35,8 +35,10 @@ import { parseRedlockUrl, type RedlockSettings } from './settings.js'
  * once; everyone else waits in line behind it for a wake-up, and a contender
  * with no line entry (the line node unreachable) backs off by a random delay.
  *
- * Fencing tokens: each node's grant draws a token from that node's counter
- * (clock-floored, see redis/scripts/basics.lua). The lease takes the highest
+ * Fencing tokens: each node's grant draws a token from that node's counter,
+ * one above its last and never below the node's clock floored to whole
+ * milliseconds, in µs (redis/scripts/token.lua; acquire.lua's ARGV[10], set
+ * by RedlockNode; redis:// floors by the µs). The lease takes the highest
  * token of its grants, and every granting node whose counter is lower is
  * raised to it at once (scripts/raise-token.lua, sent before anything else
  * this client sends that node, so before the hold there can end). Any two
@@ -47,7 +49,15 @@ import { parseRedlockUrl, type RedlockSettings } from './settings.js'
  * lease it may have held ran out, but its counter restarts from the clock
  * floor, which only helps where the nodes' clocks agree); a raise delayed past
  * the ttl by the network; and bounded state (`?fenceTtl=`) drops idle
- * counters, leaving the clock floor as with a single Redis.
+ * counters, leaving the clock floor as with a single Redis (it holds while a
+ * name gets fewer than 1,000 grants in one ms: the µs floor's rate bound).
+ * Why the ms floor: after a raise all granting nodes' counters are equal, so
+ * the next grants draw equal tokens (counter + 1) and need no raise; with
+ * a µs floor each node's token was its own clock's µs after any pause of a
+ * µs or more, so nearly every grant sent N − 1 raises. Now the nodes
+ * disagree only when the floor moved past the counter between grants and
+ * the nodes' clocks (or the moments the nodes ran the attempt) fall in
+ * different ms; the raise then still restores the argument above.
  *
  * Read-write locks: a reader is a shared hold on each node, a writer an
  * exclusive one, taken by the single-node scripts, which never let the two
@@ -85,6 +95,11 @@ const REFUSED: Partial<Record<LockSpec['kind'], string>> = {
 /** What this client keeps about one of its holds: each node's own token (a node's hold member carries it). */
 interface HoldState {
   readonly tokens: (bigint | undefined)[]
+  /**
+   * Per node, the attempt sent there while its answer has not come (the
+   * majority was decided without it); a downgrade waits for it.
+   */
+  readonly pending: (Promise<unknown> | undefined)[]
   /** The lease's token, once granted. */
   token?: bigint
   /**
@@ -150,7 +165,7 @@ export class RedlockDriver implements Driver {
     const started = monotonicNow()
     const ttl = request.ttlMs
     const nodeRequest: AcquireRequest = { ...request, enqueue: false, queueTtlMs: 0 }
-    const state: HoldState = { tokens: new Array(this.nodes.length).fill(undefined) }
+    const state: HoldState = { tokens: new Array(this.nodes.length).fill(undefined), pending: new Array(this.nodes.length).fill(undefined) }
     const counted = this.countingNodes()
     // Fair: who waits, asked on the line node in the same round trip; a
     // majority with others ahead in line is not taken (they were woken for
@@ -164,7 +179,8 @@ export class RedlockDriver implements Driver {
     const calls = this.nodes.map((node, i): NodeCall<AcquireResult> => {
       const driver = node.driver
       if (!driver) return node.unreachable()
-      return () => driver.acquire(nodeRequest).then((result) => {
+      return () => (state.pending[i] = driver.acquire(nodeRequest).then((result) => {
+        state.pending[i] = undefined
         if (result.status !== 'granted') return result
         // A grant after the lease was taken on a majority (a straggler)
         // joins the hold when its token is not above the lease's, and is
@@ -174,7 +190,10 @@ export class RedlockDriver implements Driver {
         if (state.token !== undefined && result.token > state.token) driver.release({ ...withoutToken(request), token: result.token }).catch(() => {})
         else state.tokens[i] = result.token
         return result
-      })
+      }, (error: unknown) => {
+        state.pending[i] = undefined
+        throw error
+      }))
     })
     const answers = await gather(calls, this.settings.timeoutMs, (partial) => this.decided(partial, counted))
     const elapsed = monotonicNow() - started
@@ -205,7 +224,7 @@ export class RedlockDriver implements Driver {
     const lineAnswer = lineNode ? answers[lineNode.index] : undefined
     const mayBlockHead = lineAnswer !== undefined && (isGranted(lineAnswer) || lineAnswer.kind !== 'answered')
     const isHead = this.spots.get(request.owner)?.rank === 0
-    await this.releaseEverywhere(request, state.tokens, mayBlockHead && !isHead, false)
+    await this.releaseEverywhere(request, state, mayBlockHead && !isHead, false)
     const conflict = answers.find((a): a is { kind: 'answered'; value: Extract<AcquireResult, { status: 'conflict' }> } =>
       a.kind === 'answered' && a.value.status === 'conflict')
     if (conflict) return conflict.value
@@ -378,7 +397,7 @@ export class RedlockDriver implements Driver {
     const state = this.holds.get(hold.owner)
     this.holds.delete(hold.owner)
     const inLine = this.spots.delete(hold.owner)
-    const released = await this.releaseEverywhere(asSent(hold, state), state?.tokens ?? [], true, inLine)
+    const released = await this.releaseEverywhere(asSent(hold, state), state, true, inLine)
     return released
   }
 
@@ -399,15 +418,18 @@ export class RedlockDriver implements Driver {
     const lineNode = this.lineNode()
     const calls = this.nodes.map((node, i): NodeCall<boolean> => {
       const driver = node.driver
-      const token = state.tokens[i]
       if (!driver) return node.unreachable()
-      if (token === undefined) return () => Promise.resolve(false)
-      return () => {
+      const send = (): Promise<boolean> => {
+        const token = state.tokens[i]
+        if (token === undefined) return Promise.resolve(false)
         const done = driver.downgrade({ ...hold, mode: 'write', token })
         // After the downgrade on the same connection: readers first in line may join now.
         if (node === lineNode) this.line.wake(driver, hold.name).catch(() => {})
         return done
       }
+      // A node whose answer to the attempt is still on its way: by its token, once known.
+      const pending = state.pending[i]
+      return pending ? () => pending.then(send, send) : send
     })
     const answers = await gather(calls, this.settings.timeoutMs, (partial) => {
       let yes = 0
@@ -434,23 +456,31 @@ export class RedlockDriver implements Driver {
   /**
    * Releases `owner` on every node (by its token there when known, else by
    * owner), then wakes the head of the line on the line node, after the
-   * release on the same connection.
+   * release on the same connection. A node whose answer to the granted
+   * attempt has not come yet most likely drew the lease's own token (the
+   * nodes' counters agree in the common case, see the class comment): it is
+   * released by that token, and by owner where the token does not match
+   * (the scripts' fallback), so the release is sent at once, ahead of
+   * anything else this client sends that node, and usually takes the
+   * scripts' short path (a release by owner runs the whole script).
    */
   private async releaseEverywhere(
-    spec: LockSpec & { readonly owner: string }, tokens: readonly (bigint | undefined)[], wake: boolean, leave: boolean,
+    spec: LockSpec & { readonly owner: string }, state: HoldState | undefined, wake: boolean, leave: boolean,
   ): Promise<boolean> {
     const lineNode = this.lineNode()
     const calls = this.nodes.map((node, i): NodeCall<boolean> => {
       const driver = node.driver
       if (!driver) return node.unreachable()
       return () => {
-        const token = tokens[i]
+        const known = state?.tokens[i]
+        const token = known ?? state?.token
+        const guess = known === undefined
         const hold = token === undefined ? undefined : { ...withoutToken(spec), token }
-        if (node !== lineNode) return driver.release(hold ?? withoutToken(spec))
+        if (node !== lineNode) return driver.release(hold ?? withoutToken(spec), guess)
         if (leave) this.line.leave(driver, spec).catch(() => {})
         // The line node releases and wakes the head in one call, and only
         // wakes when someone waits (the script looks at the line).
-        if (wake && hold) return this.line.release(driver, spec.name, memberOf(hold))
+        if (wake && hold) return this.line.release(driver, spec.name, memberOf(hold), guess)
         const done = driver.release(hold ?? withoutToken(spec))
         if (wake) this.line.wake(driver, spec.name).catch(() => {})
         return done

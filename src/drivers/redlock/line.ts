@@ -56,10 +56,11 @@ export class Line {
   /**
    * Ends `member`'s hold on the line node and, only when someone waits,
    * wakes the head of the line: one call where a release plus a wake-up
-   * took two.
+   * took two. `guess`: the member's token is a guess; where it does not
+   * match, the hold of the member's owner is ended whatever its token.
    */
-  async release(driver: RedisDriver, name: string, member: string): Promise<boolean> {
-    return Number(await driver.script('redlockLine', name, this.keys(name), ['release', member, 0, this.channelPrefix, 'x'])) === 1
+  async release(driver: RedisDriver, name: string, member: string, guess = false): Promise<boolean> {
+    return Number(await driver.script('redlockLine', name, this.keys(name), ['release', member, guess ? 1 : 0, this.channelPrefix, 'x'])) === 1
   }
 
   /** Tells the head of the line (and the readers right behind a reader head) to try again. */
