@@ -92,6 +92,14 @@ const REFUSED: Partial<Record<LockSpec['kind'], string>> = {
     '{1,3} each have a majority while no node has more than 2, so 3 hold at once; use redis:// or a consensus store (etcd, ZooKeeper)',
 }
 
+/** One watched owner: its wake-ups from every node, and how to stop them. */
+interface Route {
+  readonly name: string
+  readonly onWake: (wake: Wake) => void
+  readonly fromNode: (wake: Wake) => void
+  readonly unwatch: (() => void)[]
+}
+
 /** What this client keeps about one of its holds: each node's own token (a node's hold member carries it). */
 interface HoldState {
   readonly tokens: (bigint | undefined)[]
@@ -116,7 +124,7 @@ export class RedlockDriver implements Driver {
   private readonly majority: number
   private readonly holds = new Map<string, HoldState>()
   private readonly spots = new Map<string, LineSpot>()
-  private readonly routes = new Map<string, { name: string; onWake: (wake: Wake) => void }>()
+  private readonly routes = new Map<string, Route>()
   private largestTtlMs = 0
   /** Names with a line lately (monotonic ms until which to join the line first). */
   private readonly lineSeen = new Map<string, number>()
@@ -505,16 +513,15 @@ export class RedlockDriver implements Driver {
   }
 
   watch(name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    const route = { name, onWake }
-    this.routes.set(owner, route)
     const fromNode = (wake: Wake): void => this.deliver(owner, wake)
-    for (const node of this.nodes) node.driver?.watch(name, owner, fromNode)
+    const route: Route = { name, onWake, fromNode, unwatch: [] }
+    this.routes.set(owner, route)
+    for (const node of this.nodes) if (node.driver) route.unwatch.push(node.driver.watch(name, owner, fromNode))
     return () => {
       if (this.routes.get(owner) !== route) return
       this.routes.delete(owner)
-      // Also drops what adopt() registered on nodes that connected later:
-      // registering and unregistering at once removes whatever was there.
-      for (const node of this.nodes) node.driver?.watch(name, owner, fromNode)()
+      // Also what adopt() registered on nodes that connected later.
+      for (const unwatch of route.unwatch) unwatch()
     }
   }
 
@@ -539,7 +546,7 @@ export class RedlockDriver implements Driver {
 
   /** A node that connected after start-up: route the current owners' wake-ups through it too. */
   private adopt(driver: RedisDriver): void {
-    for (const [owner, route] of this.routes) driver.watch(route.name, owner, (wake) => this.deliver(owner, wake))
+    for (const [owner, route] of this.routes) route.unwatch.push(driver.watch(route.name, owner, route.fromNode))
   }
 
   async inspect(name: string): Promise<(LockInfo & { readonly nodes: readonly NodeView[] }) | null> {

@@ -31,7 +31,16 @@ if member ~= '' then
     released = redis.call('ZREM', KEYS[1], member)
   end
   if released == 0 and ARGV[5] == '1' then
-    member = ''
+    -- The token was a guess: the owner's exclusive hold whatever its token
+    -- (a prefix test, without the full script), else the full search below.
+    local held = redis.call('GET', KEYS[5])
+    local prefix = owner .. '|'
+    if held and string.sub(held, 1, #prefix) == prefix then
+      released = redis.call('DEL', KEYS[5])
+      if redis.call('EXISTS', KEYS[3]) == 0 then return released end
+    else
+      member = ''
+    end
   elseif redis.call('EXISTS', KEYS[3]) == 0 then
     return released
   end
