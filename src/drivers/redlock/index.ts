@@ -206,7 +206,8 @@ export class RedlockDriver implements Driver {
     const answers = await gather(calls, this.settings.timeoutMs, (partial) => this.decided(partial, counted))
     const elapsed = monotonicNow() - started
     const drift = driftMs(ttl, this.settings.driftFactor, this.settings.driftMs)
-    const granted = answers.filter((a, i) => counted[i] && isGranted(a)).length
+    let granted = 0
+    for (let i = 0; i < answers.length; i++) if (counted[i] && isGranted(answers[i]!)) granted += 1
     const validity = validityMs(ttl, elapsed, drift)
     const line = await peek
     if (line && line.length > (this.spots.has(request.owner) ? 1 : 0)) this.sawLine(request.name)
@@ -476,6 +477,7 @@ export class RedlockDriver implements Driver {
     spec: LockSpec & { readonly owner: string }, state: HoldState | undefined, wake: boolean, leave: boolean,
   ): Promise<boolean> {
     const lineNode = this.lineNode()
+    const bare = withoutToken(spec)
     const calls = this.nodes.map((node, i): NodeCall<boolean> => {
       const driver = node.driver
       if (!driver) return node.unreachable()
@@ -483,13 +485,13 @@ export class RedlockDriver implements Driver {
         const known = state?.tokens[i]
         const token = known ?? state?.token
         const guess = known === undefined
-        const hold = token === undefined ? undefined : { ...withoutToken(spec), token }
-        if (node !== lineNode) return driver.release(hold ?? withoutToken(spec), guess)
+        const hold = token === undefined ? undefined : { ...bare, token }
+        if (node !== lineNode) return driver.release(hold ?? bare, guess)
         if (leave) this.line.leave(driver, spec).catch(() => {})
         // The line node releases and wakes the head in one call, and only
         // wakes when someone waits (the script looks at the line).
         if (wake && hold) return this.line.release(driver, spec.name, memberOf(hold), guess)
-        const done = driver.release(hold ?? withoutToken(spec))
+        const done = driver.release(hold ?? bare)
         if (wake) this.line.wake(driver, spec.name).catch(() => {})
         return done
       }
