@@ -13,8 +13,12 @@
 
   KEYS[1] exclusive  KEYS[2] shared  (the node's holds, see basics.lua)
   KEYS[3] line       ZSET  owner -> arrival number
-  KEYS[4] lineinfo   HASH  owner -> "<staleAt>|<mode>" (store ms; mode x, r
-                     or w); "~seq" last arrival number
+  KEYS[4] lineinfo   HASH  owner -> staleAt (store ms); "<owner>|m" -> its
+                     mode (r or w; absent: x, a mutex); "~seq" last arrival
+                     number. Owners never contain '|'. The mode has a field
+                     of its own so that clients of the previous version,
+                     which read staleAt as a number, keep working beside
+                     this one
   ARGV[1] op: "join" | "peek" | "leave" | "release" | "wake" | "wakeAll" | "list"
   ARGV[2] owner (join, peek, leave); the hold's member (release)
   ARGV[3] line entry ttl ms (join): dropped unless refreshed within it;
@@ -50,14 +54,14 @@ local lineKey, infoKey = KEYS[3], KEYS[4]
 local now = 0
 if op ~= 'release' and op ~= 'leave' then now = select(2, clock()) end
 
-local function parseInfo(info)
-  local staleAt, mode = string.match(info or '', '^(%d+)|(%a)$')
-  return tonumber(staleAt) or 0, mode or 'x'
+local function live(waiter)
+  local info = redis.call('HMGET', infoKey, waiter, waiter .. '|m')
+  return (tonumber(info[1]) or 0) > now, info[2] or 'x'
 end
 
-local function live(waiter)
-  local staleAt, mode = parseInfo(redis.call('HGET', infoKey, waiter))
-  return staleAt > now, mode
+local function forget(waiter)
+  redis.call('ZREM', lineKey, waiter)
+  redis.call('HDEL', infoKey, waiter, waiter .. '|m')
 end
 
 -- Drops heads whose owner stopped refreshing; returns the live head and its mode.
@@ -67,8 +71,7 @@ local function liveHead()
     if not head then return nil end
     local alive, mode = live(head)
     if alive then return head, mode end
-    redis.call('ZREM', lineKey, head)
-    redis.call('HDEL', infoKey, head)
+    forget(head)
   end
 end
 
@@ -154,7 +157,8 @@ if op == 'join' then
   if not redis.call('ZSCORE', lineKey, owner) then
     redis.call('ZADD', lineKey, redis.call('HINCRBY', infoKey, '~seq', 1), owner)
   end
-  redis.call('HSET', infoKey, owner, int(now + ttl) .. '|' .. mode)
+  redis.call('HSET', infoKey, owner, int(now + ttl))
+  if mode ~= 'x' then redis.call('HSET', infoKey, owner .. '|m', mode) end
   for _, key in ipairs({lineKey, infoKey}) do
     if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
   end
@@ -164,7 +168,7 @@ elseif op == 'peek' then
   return placeOf(ARGV[5])
 elseif op == 'leave' then
   local left = redis.call('ZREM', lineKey, owner)
-  redis.call('HDEL', infoKey, owner)
+  redis.call('HDEL', infoKey, owner, owner .. '|m')
   if redis.call('ZCARD', lineKey) == 0 then redis.call('DEL', lineKey, infoKey) end
   return left
 elseif op == 'release' then
