@@ -1,50 +1,95 @@
-// Bundles the `baton` command (dist/src/cli/bin.js, its commands, the core and
-// ioredis) into dist/cli/baton.js, the package's bin, plus one chunk per lazily
-// imported part (each command, each store driver): Node then reads and links a
-// few modules instead of about a hundred, which is most of the difference
-// between `baton run` and a bare `node -e 0` (see README, Command line). Other
-// store clients and the server's packages stay external, loaded only when their
-// command or store URL asks for them.
-import { readFileSync, rmSync } from 'node:fs'
-import { relative } from 'node:path'
+// Builds the `baton` command the package ships (dist/cli/), for a quick start
+// (README, Command line; bench/scenarios/cli-startup.ts measures it):
+//
+// - cli.js: one CommonJS bundle of dist/src/cli/main.js, its commands, the core
+//   and ioredis. Node reads one file instead of about a hundred modules, and
+//   no ES module loader starts. Other store clients and the server's packages
+//   stay external, loaded only when their command or store URL asks for them;
+//   the commands and drivers inside run their module code only when first used.
+// - cli.js.<hash>.v8cache: V8's compiled code for the bundle once the run path
+//   is loaded (main.ts loadForCodeCache), so `baton run` skips most compiling.
+// - baton.js: the bin (scripts/cli-bin.cjs), which runs the bundle with that cache.
+import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { relative, resolve } from 'node:path'
 import { build } from 'esbuild'
 
 const OUT_DIR = 'dist/cli'
-const BUNDLED_PACKAGES = new Set(['ioredis'])
+const BUNDLE = `${OUT_DIR}/cli.js`
+const BUNDLED_PACKAGES = new Set(['ioredis', 'cluster-key-slot'])
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'))
 const external = Object.keys(pkg.dependencies ?? {}).filter((name) => !BUNDLED_PACKAGES.has(name))
 
-// Files load their assets relative to themselves (Lua and SQL scripts, the
-// dashboard's files): give each module its own import.meta.url, as a path
-// relative to the bundle, so dist/ can move as a whole.
-const ownImportMetaUrl = {
-  name: 'own-import-meta-url',
+/** Replaces `from` by `to` in a module's source, or fails the build when `from` is not there. */
+function patched(path, source, from, to) {
+  if (!source.includes(from)) {
+    throw new Error(`${path} changed: "${from}" is not in it; update or drop this patch in scripts/bundle-cli.mjs`)
+  }
+  return source.replace(from, to)
+}
+
+const rewrites = {
+  name: 'baton-cli-rewrites',
   setup(build) {
+    // Files load their assets relative to themselves (Lua and SQL scripts, the
+    // dashboard's files): give each module its own import.meta.url, as a path
+    // relative to the bundle, so dist/ can move as a whole.
     build.onLoad({ filter: /dist\/src\/.*\.js$/ }, (args) => {
       const source = readFileSync(args.path, 'utf8')
       if (!source.includes('import.meta.url')) return undefined
       const fromBundle = relative(OUT_DIR, args.path)
-      return { contents: source.replaceAll('import.meta.url', `new URL(${JSON.stringify(fromBundle)}, import.meta.url).href`), loader: 'js' }
+      return { contents: source.replaceAll('import.meta.url', `new URL(${JSON.stringify(fromBundle)}, __batonBundleUrl).href`), loader: 'js' }
+    })
+    // ioredis adds its ~570 command methods one by one to Commander.prototype
+    // while that object is still in V8's fast mode, where each addition copies
+    // every property added before: ~10 ms of a start-up. An object that had a
+    // property deleted is in dictionary mode, where an addition is O(1).
+    build.onLoad({ filter: /ioredis\/built\/utils\/Commander\.js$/ }, (args) => {
+      const from = 'commands.forEach(function (commandName) {'
+      const to = `Commander.prototype.__batonDictionaryMode = 0;\ndelete Commander.prototype.__batonDictionaryMode;\n${from}`
+      return { contents: patched(args.path, readFileSync(args.path, 'utf8'), from, to), loader: 'js' }
+    })
+    // On its first connection ioredis reads its package.json (relative to the
+    // module, so the wrong file once bundled) with fs.promises, which loads a
+    // dozen modules, for the version it reports in CLIENT SETINFO: give it the version.
+    build.onLoad({ filter: /ioredis\/built\/utils\/index\.js$/ }, (args) => {
+      const { version } = JSON.parse(readFileSync('node_modules/ioredis/package.json', 'utf8'))
+      const from = 'await fs_1.promises.readFile(filePath, "utf8")'
+      return { contents: patched(args.path, readFileSync(args.path, 'utf8'), from, JSON.stringify(JSON.stringify({ version }))), loader: 'js' }
     })
   },
 }
 
-// Chunk names carry a hash: start clean so no stale chunk is left beside the new ones.
 rmSync(OUT_DIR, { recursive: true, force: true })
 
 await build({
-  entryPoints: { baton: 'dist/src/cli/bin.js' },
+  entryPoints: { cli: 'dist/src/cli/main.js' },
   outdir: OUT_DIR,
   bundle: true,
-  splitting: true,
-  chunkNames: '[name]-[hash]',
   platform: 'node',
-  format: 'esm',
+  format: 'cjs',
   target: 'node20',
   external,
-  plugins: [ownImportMetaUrl],
-  // ioredis is CommonJS: give its require() of Node's modules a real require.
-  banner: { js: "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);" },
+  plugins: [rewrites],
+  banner: { js: "const __batonBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  // Less source to read and hash; names stay, so stack traces still read.
+  minifyWhitespace: true,
+  minifySyntax: true,
   legalComments: 'none',
   logLevel: 'warning',
 })
+
+// dist/cli is CommonJS (the rest of the package is ESM).
+writeFileSync(`${OUT_DIR}/package.json`, `${JSON.stringify({ type: 'commonjs' })}\n`)
+const hash = createHash('sha256').update(readFileSync(BUNDLE)).digest('hex').slice(0, 16)
+writeFileSync(`${OUT_DIR}/baton.js`, readFileSync('scripts/cli-bin.cjs', 'utf8').replace('__BUNDLE_HASH__', hash))
+chmodSync(`${OUT_DIR}/baton.js`, 0o755)
+
+// The code cache, made in a child process that only loads code: nothing of
+// this build script is in its heap, and no store is needed.
+execFileSync(process.execPath, ['-e', `
+  const { loadBundle, CACHE } = require(${JSON.stringify(resolve(OUT_DIR, 'baton.js'))})
+  const { cli, script } = loadBundle(undefined)
+  cli.loadForCodeCache().then(() => require('node:fs').writeFileSync(CACHE, script.createCachedData()))
+`], { stdio: 'inherit' })
