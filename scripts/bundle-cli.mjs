@@ -6,13 +6,11 @@
 //   no ES module loader starts. Other store clients and the server's packages
 //   stay external, loaded only when their command or store URL asks for them;
 //   the commands and drivers inside run their module code only when first used.
-// - cli.js.<hash>.v8cache: V8's compiled code for the bundle once the run path
-//   is loaded (main.ts loadForCodeCache), so `baton run` skips most compiling.
-// - baton.js: the bin (scripts/cli-bin.cjs), which runs the bundle with that cache.
-import { execFileSync } from 'node:child_process'
+// - baton.js: the bin (scripts/cli-bin.cjs), which runs the bundle with a V8
+//   code cache, so a `baton run` skips compiling most of what it calls.
 import { createHash } from 'node:crypto'
 import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { relative, resolve } from 'node:path'
+import { relative } from 'node:path'
 import { build } from 'esbuild'
 
 const OUT_DIR = 'dist/cli'
@@ -86,10 +84,3 @@ const hash = createHash('sha256').update(readFileSync(BUNDLE)).digest('hex').sli
 writeFileSync(`${OUT_DIR}/baton.js`, readFileSync('scripts/cli-bin.cjs', 'utf8').replace('__BUNDLE_HASH__', hash))
 chmodSync(`${OUT_DIR}/baton.js`, 0o755)
 
-// The code cache, made in a child process that only loads code: nothing of
-// this build script is in its heap, and no store is needed.
-execFileSync(process.execPath, ['-e', `
-  const { loadBundle, CACHE } = require(${JSON.stringify(resolve(OUT_DIR, 'baton.js'))})
-  const { cli, script } = loadBundle(undefined)
-  cli.loadForCodeCache().then(() => require('node:fs').writeFileSync(CACHE, script.createCachedData()))
-`], { stdio: 'inherit' })

@@ -1,37 +1,62 @@
 #!/usr/bin/env node
 'use strict'
-// The `baton` command (the package's bin, copied to dist/cli/baton.js by
-// scripts/bundle-cli.mjs). It runs the bundle cli.js beside it with V8's code
-// cache from the build (cli.js.v8cache): most functions `baton run` needs are
-// then already compiled. A cache V8 does not accept (another Node version,
-// other V8 flags) is ignored and the bundle compiles as usual: slower, same
-// behaviour. CommonJS, so no ES module loader starts for a short command.
-const { readFileSync } = require('node:fs')
+// The `baton` command: the package's bin, copied to dist/cli/baton.js by
+// scripts/bundle-cli.mjs. It runs the bundle cli.js beside it, compiled with a
+// V8 code cache when it has one, as Node 22's module.enableCompileCache() would:
+// the short commands (run, ls, inspect, release) keep one per command in the
+// user's cache directory, written when the command first ran (or when V8 did
+// not accept the one there: another V8 flag), and later runs skip compiling
+// most of the functions they call. Without a usable cache the bundle compiles
+// as usual: slower, same behaviour. NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+// CommonJS, so no ES module loader starts for a short command.
+const { mkdirSync, readFileSync, renameSync, writeFileSync } = require('node:fs')
 const Module = require('node:module')
+const { homedir } = require('node:os')
 const { join } = require('node:path')
 const { Script } = require('node:vm')
 
 const BUNDLE = join(__dirname, 'cli.js')
-// V8 checks a cache against the source's length only: the build names the
-// cache after the bundle's content hash, so a changed bundle never meets an old cache.
-const CACHE = join(__dirname, 'cli.js.__BUNDLE_HASH__.v8cache')
+/** Set by the build: V8 checks a cache against the source's length only, so the name carries the content's hash. */
+const BUNDLE_HASH = '__BUNDLE_HASH__'
+/** Commands whose start-up is most of their run time. */
+const CACHED_COMMANDS = new Set(['run', 'ls', 'inspect', 'release'])
 
-/** Compiles and runs the bundle; returns its exports and the compiled script. */
-function loadBundle(cachedData) {
-  const script = new Script(Module.wrap(readFileSync(BUNDLE, 'utf8')), { filename: BUNDLE, cachedData })
-  const module = { exports: {} }
-  script.runInThisContext()(module.exports, Module.createRequire(BUNDLE), module, BUNDLE, __dirname)
-  return { cli: module.exports, script }
+function cacheFile(command) {
+  if (!CACHED_COMMANDS.has(command) || process.env.NODE_DISABLE_COMPILE_CACHE) return undefined
+  const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'baton')
+  return join(dir, `cli-${BUNDLE_HASH}-${command}-${process.version}-${process.arch}.v8cache`)
 }
 
-function readCache() {
+function readCache(file) {
   try {
-    return readFileSync(CACHE)
+    return readFileSync(file)
   } catch {
     return undefined
   }
 }
 
-module.exports = { loadBundle, CACHE }
+/** Written on exit, after the command, so it holds every function the command compiled. */
+function writeCacheOnExit(file, script) {
+  process.once('exit', () => {
+    const temporary = `${file}.${process.pid}`
+    try {
+      mkdirSync(join(file, '..'), { recursive: true, mode: 0o700 })
+      writeFileSync(temporary, script.createCachedData(), { mode: 0o600 })
+      renameSync(temporary, file)
+    } catch {
+      // A read-only or full cache directory: the next run compiles again.
+      try {
+        require('node:fs').rmSync(temporary, { force: true })
+      } catch {}
+    }
+  })
+}
 
-if (require.main === module) loadBundle(readCache()).cli.runCli(process.argv.slice(2))
+const argv = process.argv.slice(2)
+const file = cacheFile(argv[0])
+const cachedData = file && readCache(file)
+const script = new Script(Module.wrap(readFileSync(BUNDLE, 'utf8')), { filename: BUNDLE, cachedData })
+if (file && (!cachedData || script.cachedDataRejected)) writeCacheOnExit(file, script)
+const bundle = { exports: {} }
+script.runInThisContext()(bundle.exports, Module.createRequire(BUNDLE), bundle, BUNDLE, __dirname)
+bundle.exports.runCli(argv)

@@ -85,13 +85,3 @@ export function runCli(argv: string[]): void {
   )
 }
 
-/**
- * Loads, without running anything, the commands that start often (run, ls,
- * inspect, release) and the Redis driver, so the bundle's build can keep V8's
- * compiled code for them (scripts/bundle-cli.mjs). Nothing connects.
- */
-export async function loadForCodeCache(): Promise<void> {
-  for (const name of ['run', 'ls', 'inspect', 'release']) await COMMANDS[name]!.load()
-  const { factoryFor } = await import('../drivers/registry.js')
-  await factoryFor('redis')!()
-}
