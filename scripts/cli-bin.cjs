@@ -9,7 +9,7 @@
 // most of the functions they call. Without a usable cache the bundle compiles
 // as usual: slower, same behaviour. NODE_DISABLE_COMPILE_CACHE=1 turns it off.
 // CommonJS, so no ES module loader starts for a short command.
-const { mkdirSync, readFileSync, renameSync, writeFileSync } = require('node:fs')
+const { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } = require('node:fs')
 const Module = require('node:module')
 const { homedir } = require('node:os')
 const { join } = require('node:path')
@@ -24,29 +24,35 @@ const CACHED_COMMANDS = new Set(['run', 'ls', 'inspect', 'release'])
 function cacheFile(command) {
   if (!CACHED_COMMANDS.has(command) || process.env.NODE_DISABLE_COMPILE_CACHE) return undefined
   const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'baton')
-  return join(dir, `cli-${BUNDLE_HASH}-${command}-${process.version}-${process.arch}.v8cache`)
+  return { dir, name: `cli-${BUNDLE_HASH}-${command}-${process.version}-${process.arch}.v8cache`, command }
 }
 
 function readCache(file) {
   try {
-    return readFileSync(file)
+    return readFileSync(join(file.dir, file.name))
   } catch {
     return undefined
   }
 }
 
-/** Written on exit, after the command, so it holds every function the command compiled. */
+/**
+ * Written on exit, after the command, so it holds every function the command
+ * compiled; replaces this command's caches for other builds or Node versions.
+ */
 function writeCacheOnExit(file, script) {
   process.once('exit', () => {
-    const temporary = `${file}.${process.pid}`
+    const temporary = join(file.dir, `${file.name}.${process.pid}`)
     try {
-      mkdirSync(join(file, '..'), { recursive: true, mode: 0o700 })
+      mkdirSync(file.dir, { recursive: true, mode: 0o700 })
       writeFileSync(temporary, script.createCachedData(), { mode: 0o600 })
-      renameSync(temporary, file)
+      renameSync(temporary, join(file.dir, file.name))
+      for (const old of readdirSync(file.dir)) {
+        if (old !== file.name && old.startsWith('cli-') && old.includes(`-${file.command}-`) && old.endsWith('.v8cache')) rmSync(join(file.dir, old), { force: true })
+      }
     } catch {
       // A read-only or full cache directory: the next run compiles again.
       try {
-        require('node:fs').rmSync(temporary, { force: true })
+        rmSync(temporary, { force: true })
       } catch {}
     }
   })
