@@ -48,6 +48,23 @@ const rewrites = {
       const to = `Commander.prototype.__batonDictionaryMode = 0;\ndelete Commander.prototype.__batonDictionaryMode;\n${from}`
       return { contents: patched(args.path, readFileSync(args.path, 'utf8'), from, to), loader: 'js' }
     })
+    // Node modules the bundled packages require at load time but use only
+    // later, if ever: `tls` (ioredis, for rediss:// only) and `assert`
+    // (redis-errors, when a reply fails to parse). Each costs about 1 ms to
+    // load; they load on first use instead. Their callers only call them or
+    // read properties, which the stand-in passes on.
+    build.onResolve({ filter: /^(tls|assert)$/ }, (args) => (
+      /node_modules/.test(args.importer) ? { path: args.path, namespace: 'lazy-node-module' } : undefined
+    ))
+    build.onLoad({ filter: /.*/, namespace: 'lazy-node-module' }, (args) => ({
+      contents: `let loaded
+const load = () => (loaded ??= require('node:${args.path}'))
+module.exports = new Proxy(function () {}, {
+  get: (_, key) => load()[key],
+  apply: (_, self, args) => Reflect.apply(load(), self, args),
+})`,
+      loader: 'js',
+    }))
     // On its first connection ioredis reads its package.json (relative to the
     // module, so the wrong file once bundled) with fs.promises, which loads a
     // dozen modules, for the version it reports in CLIENT SETINFO: give it the version.

@@ -1,15 +1,19 @@
 /**
- * The bin's V8 code cache (scripts/cli-bin.cjs): written by a short command's
- * first run in the user's cache directory, used by later runs, and harmless
- * when it is damaged, unwritable or turned off. Timings are the bench's
- * business (bench/scenarios/cli-startup.ts); this checks behaviour only.
+ * What the shipped bin (dist/cli/baton.js) does for a quick start, checked
+ * for behaviour only (timings are bench/scenarios/cli-startup.ts's business):
+ * its V8 code cache (scripts/cli-bin.cjs), written by a short command's first
+ * run in the user's cache directory, used by later runs, and harmless when
+ * damaged, unwritable or turned off; and the Node modules the bundle loads on
+ * first use (scripts/bundle-cli.mjs), such as `tls` for rediss://.
  */
 import assert from 'node:assert/strict'
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { freePort } from '../harness/ports.js'
 import { startRedis, type RedisServer } from '../harness/servers.js'
+import { makeCertificates } from '../harness/tls.js'
 import { baton } from './baton-cli.js'
 
 let redis: RedisServer
@@ -39,7 +43,7 @@ const files = (dir: string): string[] => {
   }
 }
 
-describe('baton code cache', () => {
+describe('the shipped baton bin', () => {
   it('is written by the first `baton run` and reused, unchanged, by the next', async () => {
     const { dir, env } = cacheHome('reuse')
     // Left by another build of baton: replaced, not kept beside the new one.
@@ -98,5 +102,26 @@ describe('baton code cache', () => {
     assert.equal(ls.code, 0, ls.stderr)
     assert.equal((await baton(['run', 'cache/commands', '--', 'true'], env)).code, 0)
     assert.deepEqual(files(dir).map((f) => f.split('-')[2]).sort(), ['ls', 'run'])
+  })
+
+  it('reaches a rediss:// store through the tls module it loads on first use', async () => {
+    const { dir, ca } = await makeCertificates()
+    const tlsPort = await freePort()
+    const server = await startRedis({
+      args: [
+        '--tls-port', String(tlsPort),
+        '--tls-cert-file', join(dir, 'server.crt'), '--tls-key-file', join(dir, 'server.key'),
+        '--tls-ca-cert-file', ca, '--tls-auth-clients', 'no',
+      ],
+    })
+    try {
+      const url = `rediss://127.0.0.1:${tlsPort}?ca=${encodeURIComponent(ca)}`
+      const result = await baton(['run', 'cache/tls', '--store', url, '--', 'sh', '-c', 'echo "$BATON_TOKEN"'], { BATON_URL: undefined })
+      assert.equal(result.code, 0, result.stderr)
+      assert.match(result.stdout, /^\d+\n$/)
+    } finally {
+      await server.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
