@@ -9,8 +9,8 @@
 // - baton.js: the bin (scripts/cli-bin.cjs), which runs the bundle with a V8
 //   code cache, so a `baton run` skips compiling most of what it calls.
 import { createHash } from 'node:crypto'
-import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { relative } from 'node:path'
+import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
 import { build } from 'esbuild'
 
 const OUT_DIR = 'dist/cli'
@@ -30,6 +30,24 @@ function patched(path, source, from, to) {
 const rewrites = {
   name: 'baton-cli-rewrites',
   setup(build) {
+    // The Redis driver's Lua scripts travel inside the bundle: connecting reads
+    // about 25 files otherwise (src/drivers/redis/lua-source.ts).
+    build.onLoad({ filter: /dist\/src\/drivers\/redis\/lua-source\.js$/ }, (args) => {
+      const dir = join(dirname(args.path), 'scripts')
+      const sources = Object.fromEntries(readdirSync(dir).filter((f) => f.endsWith('.lua')).map((f) => [f.slice(0, -4), readFileSync(join(dir, f), 'utf8')]))
+      const fromBundle = relative(OUT_DIR, args.path)
+      return {
+        contents: `const SOURCES = ${JSON.stringify(sources)}
+export function scriptPath(file) {
+  return new URL(\`./scripts/\${file}.lua\`, new URL(${JSON.stringify(fromBundle)}, __batonBundleUrl))
+}
+export function luaSource(file) {
+  if (!Object.hasOwn(SOURCES, file)) throw new Error(\`no Lua script "\${file}" in the bundle (\${scriptPath(file).pathname})\`)
+  return SOURCES[file]
+}`,
+        loader: 'js',
+      }
+    })
     // Files load their assets relative to themselves (Lua and SQL scripts, the
     // dashboard's files): give each module its own import.meta.url, as a path
     // relative to the bundle, so dist/ can move as a whole.
