@@ -23,7 +23,13 @@ const CACHED_COMMANDS = new Set(['run', 'ls', 'inspect', 'release'])
 
 function cacheFile(command) {
   if (!CACHED_COMMANDS.has(command) || process.env.NODE_DISABLE_COMPILE_CACHE) return undefined
-  const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'baton')
+  let base = process.env.XDG_CACHE_HOME
+  try {
+    base ||= join(homedir(), '.cache')
+  } catch {
+    return undefined // no home directory to keep a cache in
+  }
+  const dir = join(base, 'baton')
   return { dir, name: `cli-${BUNDLE_HASH}-${command}-${process.version}-${process.arch}.v8cache`, command }
 }
 
