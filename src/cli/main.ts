@@ -45,7 +45,9 @@ commands:
 ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(9)}${c.summary}`).join('\n')}
 
 Run "baton <command> --help" for its options and examples.
-The store comes from --store URL or BATON_URL (redis://…, http://baton-server:7420, …).`
+The store comes from --store URL or BATON_URL (redis://…, http://baton-server:7420, …).
+run, ls, inspect and release keep compiled code in $XDG_CACHE_HOME/baton (else
+~/.cache/baton) to start quicker; NODE_DISABLE_COMPILE_CACHE=1 turns that off.`
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv
