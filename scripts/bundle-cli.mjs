@@ -66,6 +66,21 @@ export function luaSource(file) {
       const to = `Commander.prototype.__batonDictionaryMode = 0;\ndelete Commander.prototype.__batonDictionaryMode;\n${from}`
       return { contents: patched(args.path, readFileSync(args.path, 'utf8'), from, to), loader: 'js' }
     })
+    // ioredis loads its Cluster client (and with it `dns`) with the
+    // standalone one, which needs it only as the static Redis.Cluster: load
+    // it when first asked for (a redis+cluster:// store), not at start.
+    const lazyCluster = 'cluster_1 = { get default() { return require("./cluster").default; } };'
+    build.onLoad({ filter: /ioredis\/built\/Redis\.js$/ }, (args) => {
+      let source = readFileSync(args.path, 'utf8')
+      source = patched(args.path, source, 'const cluster_1 = require("./cluster");', `const ${lazyCluster}`)
+      source = patched(args.path, source, 'Redis.Cluster = cluster_1.default;',
+        'Object.defineProperty(Redis, "Cluster", { get: () => cluster_1.default, configurable: true, enumerable: true });')
+      return { contents: source, loader: 'js' }
+    })
+    build.onLoad({ filter: /ioredis\/built\/index\.js$/ }, (args) => ({
+      contents: patched(args.path, readFileSync(args.path, 'utf8'), 'var cluster_1 = require("./cluster");', `var ${lazyCluster}`),
+      loader: 'js',
+    }))
     // Node modules the bundled packages require at load time but use only
     // later, if ever: `tls` (ioredis, for rediss:// only) and `assert`
     // (redis-errors, when a reply fails to parse). Each costs about 1 ms to

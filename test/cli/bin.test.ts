@@ -3,8 +3,8 @@
  * for behaviour only (timings are bench/scenarios/cli-startup.ts's business):
  * its V8 code cache (scripts/cli-bin.cjs), written by a short command's first
  * run in the user's cache directory, used by later runs, and harmless when
- * damaged, unwritable or turned off; and the Node modules the bundle loads on
- * first use (scripts/bundle-cli.mjs), such as `tls` for rediss://.
+ * damaged, unwritable or turned off; and what the bundle loads on first use
+ * only (scripts/bundle-cli.mjs): `tls` for rediss://, ioredis' Cluster client.
  */
 import assert from 'node:assert/strict'
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { freePort } from '../harness/ports.js'
-import { startRedis, type RedisServer } from '../harness/servers.js'
+import { startRedis, startRedisCluster, type RedisServer } from '../harness/servers.js'
 import { makeCertificates } from '../harness/tls.js'
 import { baton } from './baton-cli.js'
 
@@ -122,6 +122,19 @@ describe('the shipped baton bin', () => {
     } finally {
       await server.stop()
       rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('reaches a redis+cluster:// store through the Cluster client it loads on first use', async () => {
+    const cluster = await startRedisCluster(3)
+    try {
+      const result = await baton(['run', 'cache/cluster', '--store', cluster.url, '--', 'sh', '-c', 'echo "$BATON_TOKEN"'], { BATON_URL: undefined })
+      assert.equal(result.code, 0, result.stderr)
+      assert.match(result.stdout, /^\d+\n$/)
+      const listed = await baton(['inspect', 'cache/cluster', '--store', cluster.url], { BATON_URL: undefined })
+      assert.equal(listed.code, 3, `released after the command: ${listed.stdout}${listed.stderr}`)
+    } finally {
+      await cluster.stop()
     }
   })
 })
