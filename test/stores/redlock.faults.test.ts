@@ -114,6 +114,46 @@ describe('redlock: a minority of nodes down', () => {
   })
 })
 
+describe('redlock: read-write locks', () => {
+  it('2 of 5 nodes killed (the line node among them): readers share, writers exclude, a waiting writer is not starved', async () => {
+    const [a, b] = [await client(five.url), await client(five.url)]
+    const name = lockName('rwlock')
+    // Node 1 keeps the line: with it down, the line moves to node 2 for both clients.
+    await Promise.all([five.nodes[0]!.kill(), five.nodes[3]!.kill()])
+    const sleep = (n: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, n))
+    let readers = 0
+    let writers = 0
+    let maxReaders = 0
+    const violations: string[] = []
+    let stop = false
+    const traffic = Promise.all(Array.from({ length: 4 }, async () => {
+      while (!stop) {
+        await a.rwlock(name).read().using(async () => {
+          readers += 1
+          maxReaders = Math.max(maxReaders, readers)
+          if (writers > 0) violations.push(`a reader beside ${writers} writer(s)`)
+          await sleep(3)
+          readers -= 1
+        })
+      }
+    }))
+    await sleep(50)
+    for (let i = 0; i < 3; i++) {
+      const writer = await b.rwlock(name).write().acquire({ wait: ms(5000) })
+      writers += 1
+      if (readers > 0 || writers > 1) violations.push(`a writer beside ${readers} reader(s) and ${writers - 1} writer(s)`)
+      granted(name, writer.token)
+      await sleep(2)
+      writers -= 1
+      await writer.release()
+    }
+    stop = true
+    await traffic
+    assert.deepEqual(violations, [])
+    assert.ok(maxReaders > 1, `readers overlapped (max ${maxReaders})`)
+  })
+})
+
 describe('redlock: a majority of nodes down', () => {
   it('acquire fails with QUORUM_NOT_REACHED and per-node causes; a holder\'s signal fires', async () => {
     const a = await client()

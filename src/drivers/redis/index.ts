@@ -39,6 +39,12 @@ export class RedisDriver implements Driver {
   private readonly scripts: Scripts
   private readonly routes = new WakeRoutes()
   private readonly channelPrefix: string
+  /**
+   * The fencing counter's clock floor is the store clock rounded down to
+   * this many µs (acquire.lua ARGV[10]). 1 here; the Redlock driver sets
+   * 1000 on its nodes so that their tokens agree in the common case.
+   */
+  tokenClockUnitUs = 1
 
   constructor(
     private readonly client: RedisClient,
@@ -101,7 +107,7 @@ export class RedisDriver implements Driver {
     const reply = (await this.call('acquire', request.name, [
       request.owner, specOf(request), request.ttlMs, request.lockDelayMs,
       request.enqueue ? 1 : 0, Math.ceil(request.queueTtlMs),
-      request.name, this.channelFor(request.name), this.fenceTtlMs,
+      request.name, this.channelFor(request.name), this.fenceTtlMs, this.tokenClockUnitUs,
     ])) as [number, number | string, string | null, number | null]
     const [status] = reply
     if (status === 1) return { status: 'granted', token: BigInt(reply[1]), ttlMs: Number(reply[2]) }
@@ -121,10 +127,16 @@ export class RedisDriver implements Driver {
     return replies.map((ttl) => (Number(ttl) > 0 ? { status: 'extended', ttlMs: Number(ttl) } : { status: 'lost' }))
   }
 
-  async release(hold: HoldRef | (LockSpec & { owner: string })): Promise<boolean> {
+  /**
+   * `guess` (the Redlock driver): the hold's token is a guess; where it does
+   * not match, the owner's hold is ended whatever its token (release.lua's
+   * ARGV[5]). A hold known by its token is released without it, as always.
+   */
+  async release(hold: HoldRef | (LockSpec & { owner: string }), guess = false): Promise<boolean> {
     const member = 'token' in hold ? memberOf(hold) : ''
-    const released = await this.call('release', hold.name, [member, hold.owner, this.channelFor(hold.name), this.fenceTtlMs])
-    return Number(released) === 1
+    const args = [member, hold.owner, this.channelFor(hold.name), this.fenceTtlMs]
+    if (guess && member !== '') args.push(1)
+    return Number(await this.call('release', hold.name, args)) === 1
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {

@@ -35,8 +35,10 @@ import { parseRedlockUrl, type RedlockSettings } from './settings.js'
  * once; everyone else waits in line behind it for a wake-up, and a contender
  * with no line entry (the line node unreachable) backs off by a random delay.
  *
- * Fencing tokens: each node's grant draws a token from that node's counter
- * (clock-floored, see redis/scripts/basics.lua). The lease takes the highest
+ * Fencing tokens: each node's grant draws a token from that node's counter,
+ * one above its last and never below the node's clock floored to whole
+ * milliseconds, in µs (redis/scripts/token.lua; acquire.lua's ARGV[10], set
+ * by RedlockNode; redis:// floors by the µs). The lease takes the highest
  * token of its grants, and every granting node whose counter is lower is
  * raised to it at once (scripts/raise-token.lua, sent before anything else
  * this client sends that node, so before the hold there can end). Any two
@@ -47,11 +49,40 @@ import { parseRedlockUrl, type RedlockSettings } from './settings.js'
  * lease it may have held ran out, but its counter restarts from the clock
  * floor, which only helps where the nodes' clocks agree); a raise delayed past
  * the ttl by the network; and bounded state (`?fenceTtl=`) drops idle
- * counters, leaving the clock floor as with a single Redis.
+ * counters, leaving the clock floor as with a single Redis (it holds while a
+ * name gets fewer than 1,000 grants in one ms: the µs floor's rate bound).
+ * Why the ms floor: after a raise all granting nodes' counters are equal, so
+ * the next grants draw equal tokens (counter + 1) and need no raise; with
+ * a µs floor each node's token was its own clock's µs after any pause of a
+ * µs or more, so nearly every grant sent N − 1 raises. Now the nodes
+ * disagree only when the floor moved past the counter between grants and
+ * the nodes' clocks (or the moments the nodes ran the attempt) fall in
+ * different ms; the raise then still restores the argument above.
+ *
+ * Read-write locks: a reader is a shared hold on each node, a writer an
+ * exclusive one, taken by the single-node scripts, which never let the two
+ * coexist on one node. Any reader majority and any writer majority share a
+ * node, so at any instant at most one of them holds there: the same
+ * argument as two writers (two mutex holders). Readers beside readers are
+ * fine. Fencing: a writer's token is above every hold before it (reader or
+ * writer, same argument as the mutex: the shared node's hold ended first);
+ * a reader's is above every writer before it; readers holding at once are
+ * not ordered among themselves (as they need not be).
+ * Writer starvation is a liveness matter, decided on the line node alone: a
+ * writer that has to wait joins the line; every reader asks the line in the
+ * same round trip as its attempt and yields (gives back what it got and
+ * joins the line) while a writer waits ahead of it, so once a writer is in
+ * line, new readers queue behind it and the readers holding drain. The last
+ * of them to release on the line node wakes the writer (a writer head is
+ * not woken while readers still hold there); the writer's release wakes the
+ * readers at the head of the line together. If the line node is down or
+ * changes, readers may barge for a while: that delays a writer, never lets
+ * it overlap a reader. Downgrade: see downgrade(). The semaphore stays
+ * refused (REFUSED: majorities of permits need not share a full node).
  */
 
 const CAPABILITIES: Capabilities = {
-  fair: true, rwlock: false, semaphore: false, lockDelay: true, handoff: false, durableTokens: false,
+  fair: true, rwlock: true, semaphore: false, lockDelay: true, handoff: false, durableTokens: false,
 }
 
 /** Why a kind other than mutex is refused (INVALID_ARGUMENT), for the user and the README. */
@@ -59,16 +90,32 @@ const REFUSED: Partial<Record<LockSpec['kind'], string>> = {
   semaphore:
     'a semaphore can not be made safe over Redlock: with 2 permits and 3 nodes, holders granted on nodes {1,2}, {2,3} and ' +
     '{1,3} each have a majority while no node has more than 2, so 3 hold at once; use redis:// or a consensus store (etcd, ZooKeeper)',
-  rwlock:
-    'read-write locks are not offered over Redlock yet (readers would need the line node to hold back readers behind a waiting ' +
-    'writer, which this version does not do); use a mutex, redis://, or a consensus store',
+}
+
+/** One watched owner: its wake-ups from every node, and how to stop them. */
+interface Route {
+  readonly name: string
+  readonly onWake: (wake: Wake) => void
+  readonly fromNode: (wake: Wake) => void
+  readonly unwatch: (() => void)[]
 }
 
 /** What this client keeps about one of its holds: each node's own token (a node's hold member carries it). */
 interface HoldState {
   readonly tokens: (bigint | undefined)[]
+  /**
+   * Per node, the attempt sent there while its answer has not come (the
+   * majority was decided without it); a downgrade waits for it.
+   */
+  readonly pending: (Promise<unknown> | undefined)[]
   /** The lease's token, once granted. */
   token?: bigint
+  /**
+   * A write hold downgraded to read: its nodes are addressed with the write
+   * member, which the node scripts also match to the read hold a downgrade
+   * made of it, so a node whose downgrade was late or lost is ended too.
+   */
+  downgraded?: boolean
 }
 
 export class RedlockDriver implements Driver {
@@ -77,7 +124,7 @@ export class RedlockDriver implements Driver {
   private readonly majority: number
   private readonly holds = new Map<string, HoldState>()
   private readonly spots = new Map<string, LineSpot>()
-  private readonly routes = new Map<string, { name: string; onWake: (wake: Wake) => void }>()
+  private readonly routes = new Map<string, Route>()
   private largestTtlMs = 0
   /** Names with a line lately (monotonic ms until which to join the line first). */
   private readonly lineSeen = new Map<string, number>()
@@ -126,19 +173,22 @@ export class RedlockDriver implements Driver {
     const started = monotonicNow()
     const ttl = request.ttlMs
     const nodeRequest: AcquireRequest = { ...request, enqueue: false, queueTtlMs: 0 }
-    const state: HoldState = { tokens: new Array(this.nodes.length).fill(undefined) }
+    const state: HoldState = { tokens: new Array(this.nodes.length).fill(undefined), pending: new Array(this.nodes.length).fill(undefined) }
     const counted = this.countingNodes()
     // Fair: who waits, asked on the line node in the same round trip; a
     // majority with others ahead in line is not taken (they were woken for
-    // it). Not fair: newcomers may barge, as with one Redis; while this
-    // client saw a line lately its newcomers join it first (acquire()), and a
-    // barger that splits the vote with the head goes behind it.
+    // it). Readers ask too, fair or not: a reader lets a writer waiting ahead
+    // of it go first (no writer starvation; see the class comment). Not
+    // fair: newcomers may barge, as with one Redis; while this client saw a
+    // line lately its newcomers join it first (acquire()), and a barger that
+    // splits the vote with the head goes behind it.
     const lineNode = this.lineNode()
-    const peek = lineNode && request.fair ? this.line.place(lineNode.driver!, request, false).catch(() => undefined) : undefined
+    const peek = lineNode && (request.fair || request.mode === 'read') ? this.line.place(lineNode.driver!, request, false).catch(() => undefined) : undefined
     const calls = this.nodes.map((node, i): NodeCall<AcquireResult> => {
       const driver = node.driver
       if (!driver) return node.unreachable()
-      return () => driver.acquire(nodeRequest).then((result) => {
+      return () => (state.pending[i] = driver.acquire(nodeRequest).then((result) => {
+        state.pending[i] = undefined
         if (result.status !== 'granted') return result
         // A grant after the lease was taken on a majority (a straggler)
         // joins the hold when its token is not above the lease's, and is
@@ -148,12 +198,16 @@ export class RedlockDriver implements Driver {
         if (state.token !== undefined && result.token > state.token) driver.release({ ...withoutToken(request), token: result.token }).catch(() => {})
         else state.tokens[i] = result.token
         return result
-      })
+      }, (error: unknown) => {
+        state.pending[i] = undefined
+        throw error
+      }))
     })
     const answers = await gather(calls, this.settings.timeoutMs, (partial) => this.decided(partial, counted))
     const elapsed = monotonicNow() - started
     const drift = driftMs(ttl, this.settings.driftFactor, this.settings.driftMs)
-    const granted = answers.filter((a, i) => counted[i] && isGranted(a)).length
+    let granted = 0
+    for (let i = 0; i < answers.length; i++) if (counted[i] && isGranted(answers[i]!)) granted += 1
     const validity = validityMs(ttl, elapsed, drift)
     const line = await peek
     if (line && line.length > (this.spots.has(request.owner) ? 1 : 0)) this.sawLine(request.name)
@@ -179,7 +233,7 @@ export class RedlockDriver implements Driver {
     const lineAnswer = lineNode ? answers[lineNode.index] : undefined
     const mayBlockHead = lineAnswer !== undefined && (isGranted(lineAnswer) || lineAnswer.kind !== 'answered')
     const isHead = this.spots.get(request.owner)?.rank === 0
-    await this.releaseEverywhere(request, state.tokens, mayBlockHead && !isHead, false)
+    await this.releaseEverywhere(request, state, mayBlockHead && !isHead, false)
     const conflict = answers.find((a): a is { kind: 'answered'; value: Extract<AcquireResult, { status: 'conflict' }> } =>
       a.kind === 'answered' && a.value.status === 'conflict')
     if (conflict) return conflict.value
@@ -297,7 +351,7 @@ export class RedlockDriver implements Driver {
       // Only holds this node granted (with its own token) can be extended there.
       const here = holds.flatMap((hold, h) => {
         const token = states[h]?.tokens[i]
-        return token === undefined ? [] : [{ ...hold, token }]
+        return token === undefined ? [] : [{ ...asSent(hold, states[h]), token }]
       })
       if (here.length === 0) return () => Promise.resolve([])
       return () => driver.extend(here, ttlMs).then((results) => {
@@ -352,31 +406,92 @@ export class RedlockDriver implements Driver {
     const state = this.holds.get(hold.owner)
     this.holds.delete(hold.owner)
     const inLine = this.spots.delete(hold.owner)
-    const released = await this.releaseEverywhere(hold, state?.tokens ?? [], true, inLine)
+    const released = await this.releaseEverywhere(asSent(hold, state), state, true, inLine)
     return released
+  }
+
+  /**
+   * A majority operation, like extend: every node that granted the write
+   * hold turns it into a read hold with the same token and lease end (the
+   * single-node downgrade script), and once a majority did, the readers
+   * waiting at the head of the line are woken. Safe while it is under way:
+   * each node keeps the hold (write or read) throughout, so no writer can
+   * reach a majority; readers admitted on nodes already downgraded hold
+   * beside a holder that has stopped writing (the core downgrades only when
+   * the last write handle is gone).
+   */
+  async downgrade(hold: HoldRef): Promise<boolean> {
+    const state = this.holds.get(hold.owner)
+    if (!state) return false
+    const counted = this.countingNodes()
+    const lineNode = this.lineNode()
+    const calls = this.nodes.map((node, i): NodeCall<boolean> => {
+      const driver = node.driver
+      if (!driver) return node.unreachable()
+      const send = (): Promise<boolean> => {
+        const token = state.tokens[i]
+        if (token === undefined) return Promise.resolve(false)
+        const done = driver.downgrade({ ...hold, mode: 'write', token })
+        // After the downgrade on the same connection: readers first in line may join now.
+        if (node === lineNode) this.line.wake(driver, hold.name).catch(() => {})
+        return done
+      }
+      // A node whose answer to the attempt is still on its way: by its token, once known.
+      const pending = state.pending[i]
+      return pending ? () => pending.then(send, send) : send
+    })
+    const answers = await gather(calls, this.settings.timeoutMs, (partial) => {
+      let yes = 0
+      partial.forEach((a, i) => { if (counted[i] && a?.kind === 'answered' && a.value) yes += 1 })
+      return yes >= this.majority || answeredAll(partial)
+    })
+    // From now on the nodes are addressed with the write member (see HoldState).
+    state.downgraded = true
+    let yes = 0
+    let gone = 0
+    answers.forEach((a, i) => {
+      if (a.kind !== 'answered') return
+      if (a.value) yes += counted[i] ? 1 : 0
+      else gone += 1
+    })
+    if (yes >= this.majority) return true
+    if (gone > this.nodes.length - this.majority) {
+      this.holds.delete(hold.owner)
+      return false
+    }
+    throw this.quorumError(hold.name, answers, counted, `could not downgrade "${hold.name}" on a majority of the redlock nodes in time`)
   }
 
   /**
    * Releases `owner` on every node (by its token there when known, else by
    * owner), then wakes the head of the line on the line node, after the
-   * release on the same connection.
+   * release on the same connection. A node whose answer to the granted
+   * attempt has not come yet most likely drew the lease's own token (the
+   * nodes' counters agree in the common case, see the class comment): it is
+   * released by that token, and by owner where the token does not match
+   * (the scripts' fallback), so the release is sent at once, ahead of
+   * anything else this client sends that node, and usually takes the
+   * scripts' short path (a release by owner runs the whole script).
    */
   private async releaseEverywhere(
-    spec: LockSpec & { readonly owner: string }, tokens: readonly (bigint | undefined)[], wake: boolean, leave: boolean,
+    spec: LockSpec & { readonly owner: string }, state: HoldState | undefined, wake: boolean, leave: boolean,
   ): Promise<boolean> {
     const lineNode = this.lineNode()
+    const bare = withoutToken(spec)
     const calls = this.nodes.map((node, i): NodeCall<boolean> => {
       const driver = node.driver
       if (!driver) return node.unreachable()
       return () => {
-        const token = tokens[i]
-        const hold = token === undefined ? undefined : { ...withoutToken(spec), token }
-        if (node !== lineNode) return driver.release(hold ?? withoutToken(spec))
+        const known = state?.tokens[i]
+        const token = known ?? state?.token
+        const guess = known === undefined
+        const hold = token === undefined ? undefined : { ...bare, token }
+        if (node !== lineNode) return driver.release(hold ?? bare, guess)
         if (leave) this.line.leave(driver, spec).catch(() => {})
         // The line node releases and wakes the head in one call, and only
         // wakes when someone waits (the script looks at the line).
-        if (wake && hold) return this.line.release(driver, spec.name, memberOf(hold))
-        const done = driver.release(hold ?? withoutToken(spec))
+        if (wake && hold) return this.line.release(driver, spec.name, memberOf(hold), guess)
+        const done = driver.release(hold ?? bare)
         if (wake) this.line.wake(driver, spec.name).catch(() => {})
         return done
       }
@@ -400,16 +515,15 @@ export class RedlockDriver implements Driver {
   }
 
   watch(name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    const route = { name, onWake }
-    this.routes.set(owner, route)
     const fromNode = (wake: Wake): void => this.deliver(owner, wake)
-    for (const node of this.nodes) node.driver?.watch(name, owner, fromNode)
+    const route: Route = { name, onWake, fromNode, unwatch: [] }
+    this.routes.set(owner, route)
+    for (const node of this.nodes) if (node.driver) route.unwatch.push(node.driver.watch(name, owner, fromNode))
     return () => {
       if (this.routes.get(owner) !== route) return
       this.routes.delete(owner)
-      // Also drops what adopt() registered on nodes that connected later:
-      // registering and unregistering at once removes whatever was there.
-      for (const node of this.nodes) node.driver?.watch(name, owner, fromNode)()
+      // Also what adopt() registered on nodes that connected later.
+      for (const unwatch of route.unwatch) unwatch()
     }
   }
 
@@ -434,7 +548,7 @@ export class RedlockDriver implements Driver {
 
   /** A node that connected after start-up: route the current owners' wake-ups through it too. */
   private adopt(driver: RedisDriver): void {
-    for (const [owner, route] of this.routes) driver.watch(route.name, owner, (wake) => this.deliver(owner, wake))
+    for (const [owner, route] of this.routes) route.unwatch.push(driver.watch(route.name, owner, route.fromNode))
   }
 
   async inspect(name: string): Promise<(LockInfo & { readonly nodes: readonly NodeView[] }) | null> {
@@ -443,7 +557,7 @@ export class RedlockDriver implements Driver {
     const lineNode = this.lineNode()
     const [answers, waiters] = await Promise.all([
       gather(calls, this.settings.timeoutMs, () => false),
-      lineNode ? this.line.list(lineNode.driver!, name).catch(() => [] as string[]) : Promise.resolve([] as string[]),
+      lineNode ? this.line.list(lineNode.driver!, name).catch(() => []) : Promise.resolve([]),
     ])
     const views: NodeView[] = answers.map((a, i) => {
       const node = this.nodes[i]!
@@ -480,11 +594,11 @@ export class RedlockDriver implements Driver {
     const first = infos[0]
     return {
       name,
-      kind: first?.kind ?? 'mutex',
+      kind: first?.kind ?? (waiters.some((w) => w.mode !== 'exclusive') ? 'rwlock' : 'mutex'),
       fair: first?.fair ?? false,
       permits: 1,
       holders,
-      waiters: waiters.map((owner) => ({ owner, mode: 'exclusive' as const })),
+      waiters,
       lastToken,
       nodes: views,
     }
@@ -598,6 +712,11 @@ function describeAnswer(value: unknown): string {
     return status
   }
   return 'answered'
+}
+
+/** A hold as sent to the nodes: a downgraded hold keeps its write member there (see HoldState). */
+function asSent<T extends LockSpec>(hold: T, state: HoldState | undefined): T {
+  return state?.downgraded && hold.mode === 'read' ? { ...hold, mode: 'write' } : hold
 }
 
 function withoutToken(spec: LockSpec & { readonly owner: string }): LockSpec & { owner: string } {

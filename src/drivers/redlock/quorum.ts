@@ -34,7 +34,8 @@ export function gather<T>(
       if (!open) return
       open = false
       clearTimeout(timer)
-      resolve(answers.map((a) => a ?? late))
+      for (let i = 0; i < answers.length; i++) answers[i] ??= late
+      resolve(answers as Answer<T>[])
     }
     const note = (index: number, answer: Answer<T>): void => {
       if (!open) return

@@ -13,6 +13,10 @@
   ARGV[7] lock name (for messages)
   ARGV[8] wake-up channel prefix
   ARGV[9] fence ttl ms: the counter outlives the last lease by this much
+  ARGV[10] token clock unit µs (optional, default 1): the clock floor of the
+           fencing counter is the store clock rounded down to this many µs.
+           Redlock nodes pass 1000, so that independent nodes, which each draw
+           a token, agree in the common case (src/drivers/redlock/)
 
   Returns
     {1, token, ttlMs}                            granted
@@ -25,7 +29,10 @@
 local mode = string.sub(ARGV[2], 1, 1)
 if (mode == 'x' or mode == 'w') and redis.call('EXISTS', KEYS[5], KEYS[1], KEYS[3]) == 0 then
   local ttl, delay = tonumber(ARGV[3]), tonumber(ARGV[4])
-  local token = nextToken(KEYS[2], clock(), tonumber(ARGV[9]))
+  local us = clock()
+  local unit = tonumber(ARGV[10])
+  if unit then us = us - us % unit end
+  local token = nextToken(KEYS[2], us, tonumber(ARGV[9]))
   redis.call('SET', KEYS[5], memberOf(ARGV[1], ARGV[2], token, delay), 'PX', ttl + delay)
   return {1, token, ttl}
 end
@@ -34,11 +41,18 @@ end
 
 local owner, spec = ARGV[1], ARGV[2]
 local ttl, delay, fenceTtl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[9])
+local unit = tonumber(ARGV[10]) or 1
+
+-- The store clock: microseconds floored to `unit` (the token floor only), and ms.
+local function tokenClock()
+  local us, now = clock()
+  return us - us % unit, now
+end
 
 -- The shared fast path: nobody waits, and the name is free or shared by
 -- live holds of the very same kind and permit count (read, permit).
 if not isExclusive(mode) and redis.call('EXISTS', KEYS[5], KEYS[3]) == 0 then
-  local us, now = clock()
+  local us, now = tokenClock()
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   local base = string.gsub(spec, 'f$', '')
   local fast = not first[1]
@@ -65,7 +79,7 @@ end
 
 local lineKey, infoKey = KEYS[3], KEYS[4]
 local name, channelPrefix = ARGV[7], ARGV[8]
-local us, now = clock()
+local us, now = tokenClock()
 prune(KEYS[1], now)
 
 local sample = sampleHolder(KEYS, now)

@@ -5,42 +5,73 @@
   nodes need not agree; a release only wakes the head of this one line, and
   the head then asks every node (src/drivers/redlock/).
 
+  The line only orders waiters (liveness); it never decides who may hold:
+  that is the majority of the nodes' own hold scripts. For a read-write lock
+  it also holds readers back behind a waiting writer: a reader yields while a
+  writer waits ahead of it ("ahead" below), so a stream of readers can not
+  starve a writer.
+
   KEYS[1] exclusive  KEYS[2] shared  (the node's holds, see basics.lua)
   KEYS[3] line       ZSET  owner -> arrival number
-  KEYS[4] lineinfo   HASH  owner -> staleAt (store ms); "~seq" last arrival number
+  KEYS[4] lineinfo   HASH  owner -> staleAt (store ms); "<owner>|m" -> its
+                     mode (r or w; absent: x, a mutex); "~seq" last arrival
+                     number. Owners never contain '|'. The mode has a field
+                     of its own so that clients of the previous version,
+                     which read staleAt as a number, keep working beside
+                     this one
   ARGV[1] op: "join" | "peek" | "leave" | "release" | "wake" | "wakeAll" | "list"
   ARGV[2] owner (join, peek, leave); the hold's member (release)
-  ARGV[3] line entry ttl ms (join): dropped unless refreshed within it
-  ARGV[4] wake-up channel prefix (wake, wakeAll)
+  ARGV[3] line entry ttl ms (join): dropped unless refreshed within it;
+          release: "1" when the member's token is a guess: if it does not
+          match, the hold of the member's owner is ended whatever its token
+  ARGV[4] wake-up channel prefix (release, wake, wakeAll, leave)
+  ARGV[5] the owner's mode letter (join, peek): x, r or w
 
   Returns
-    join, peek  {rank, free, length}: live entries ahead of the owner (peek,
-                owner not in line: all of them); free is 1 when nobody holds
-                the name here; length of the line
+    join, peek  {ahead, free, length}
+                ahead: live entries ahead of the owner that it must let go
+                first: all of them for a writer or mutex (its rank), the
+                writers among them for a reader (counted up to 1); for an
+                owner not in line, the whole line is ahead
+                free: 1 when the line node holds nothing that blocks the
+                owner's mode (a reader: no exclusive hold; else no hold)
+                length: of the line
     leave       1 if the owner was in line
-    release     1 if the member held the name here (Redlock holds only
-                mutexes, so one exclusive key); then, only if someone waits,
-                wakes the head: a release with nobody in line costs this one
-                call on the line node, not a release plus a wake-up
-    wake        1 if the head was told "r|<owner>" on its client's channel
+    release     1 if the member held the name here; then, only if someone
+                waits, wakes the head (see wakeHead): a release with nobody in
+                line costs this one call on the line node
+    wake        how many waiters were told (see wakeHead)
     wakeAll     how many waiters were told; the line is emptied (a forced
                 release: live waiters line up again, dead ones are gone)
-    list        {owner, ...} in line order, live entries only
+    list        {owner, mode, ...} in line order, live entries only
 ]]
 --- @include "token"
 
 local op, owner = ARGV[1], ARGV[2]
 local lineKey, infoKey = KEYS[3], KEYS[4]
-local _, now = clock()
+-- Store ms; read only where the line is looked at (a release with nobody in
+-- line, the common case, needs no TIME).
+local now = 0
+if op ~= 'release' and op ~= 'leave' then now = select(2, clock()) end
 
--- Drops heads whose owner stopped refreshing; returns the live head.
+local function live(waiter)
+  local info = redis.call('HMGET', infoKey, waiter, waiter .. '|m')
+  return (tonumber(info[1]) or 0) > now, info[2] or 'x'
+end
+
+local function forget(waiter)
+  redis.call('ZREM', lineKey, waiter)
+  redis.call('HDEL', infoKey, waiter, waiter .. '|m')
+end
+
+-- Drops heads whose owner stopped refreshing; returns the live head and its mode.
 local function liveHead()
   while true do
     local head = redis.call('ZRANGE', lineKey, 0, 0)[1]
     if not head then return nil end
-    if tonumber(redis.call('HGET', infoKey, head) or '0') > now then return head end
-    redis.call('ZREM', lineKey, head)
-    redis.call('HDEL', infoKey, head)
+    local alive, mode = live(head)
+    if alive then return head, mode end
+    forget(head)
   end
 end
 
@@ -48,54 +79,151 @@ local function tell(waiter)
   redis.call('PUBLISH', ARGV[4] .. string.match(waiter, '^([^.]*)'), 'r|' .. waiter)
 end
 
-local function isFree()
-  return redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 and 1 or 0
+-- Live shared holds (readers, or readers in their lock delay) on this node.
+local function sharedHeld()
+  return redis.call('ZCOUNT', KEYS[2], '(' .. int(now), '+inf') > 0
+end
+
+local function freeFor(mode)
+  if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+  if mode == 'r' or not sharedHeld() then return 1 end
+  return 0
+end
+
+-- Live writers (or mutex waiters) among the first `count` entries (all when
+-- count is nil): 0, or 1 as soon as one is found. Scans only the readers
+-- before the first writer, so it is short whenever a writer waits.
+local function writerAmong(count)
+  local from = 0
+  while true do
+    local to = from + 63
+    if count and to > count - 1 then to = count - 1 end
+    if to < from then return 0 end
+    local page = redis.call('ZRANGE', lineKey, from, to)
+    if not page[1] then return 0 end
+    for _, waiter in ipairs(page) do
+      local alive, mode = live(waiter)
+      if alive and mode ~= 'r' then return 1 end
+    end
+    from = to + 1
+  end
+end
+
+local function placeOf(mode)
+  local length = redis.call('ZCARD', lineKey)
+  local rank = redis.call('ZRANK', lineKey, owner)
+  local ahead
+  if mode == 'r' then
+    if rank == 0 or length == 0 then ahead = 0 else ahead = writerAmong(rank) end
+  else
+    ahead = rank or length
+  end
+  return {ahead, freeFor(mode), length}
+end
+
+-- Tells the head to try again; a reader head comes with every reader behind
+-- it up to the first writer (they may all hold at once). A writer head is
+-- not told while readers still hold here: it could not get this node, and
+-- the last reader's release tells it.
+local function wakeHead()
+  local head, mode = liveHead()
+  if not head then return 0 end
+  if mode ~= 'r' then
+    if sharedHeld() then return 0 end
+    tell(head)
+    return 1
+  end
+  local told = 0
+  local from = 0
+  while true do
+    local page = redis.call('ZRANGE', lineKey, from, from + 63)
+    if not page[1] then return told end
+    for _, waiter in ipairs(page) do
+      local alive, m = live(waiter)
+      if alive then
+        if m ~= 'r' then return told end
+        tell(waiter)
+        told = told + 1
+      end
+    end
+    from = from + 64
+  end
 end
 
 if op == 'join' then
   local ttl = tonumber(ARGV[3])
+  local mode = ARGV[5]
   liveHead()
   if not redis.call('ZSCORE', lineKey, owner) then
     redis.call('ZADD', lineKey, redis.call('HINCRBY', infoKey, '~seq', 1), owner)
   end
   redis.call('HSET', infoKey, owner, int(now + ttl))
+  if mode ~= 'x' then redis.call('HSET', infoKey, owner .. '|m', mode) end
   for _, key in ipairs({lineKey, infoKey}) do
     if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
   end
-  return {redis.call('ZRANK', lineKey, owner), isFree(), redis.call('ZCARD', lineKey)}
+  return placeOf(mode)
 elseif op == 'peek' then
   liveHead()
-  local length = redis.call('ZCARD', lineKey)
-  return {redis.call('ZRANK', lineKey, owner) or length, isFree(), length}
+  return placeOf(ARGV[5])
 elseif op == 'leave' then
   local left = redis.call('ZREM', lineKey, owner)
-  redis.call('HDEL', infoKey, owner)
+  redis.call('HDEL', infoKey, owner, owner .. '|m')
   if redis.call('ZCARD', lineKey) == 0 then redis.call('DEL', lineKey, infoKey) end
   return left
 elseif op == 'release' then
+  -- The member of an exclusive hold (mutex, write) or a read hold; a write
+  -- member also ends the read hold a downgrade made of it (the two crossed).
   local released = 0
-  if redis.call('GET', KEYS[1]) == owner then released = redis.call('DEL', KEYS[1]) end
+  local mode = string.match(owner, '^[^|]*|(%a)')
+  if mode == 'r' then
+    released = redis.call('ZREM', KEYS[2], owner)
+  elseif redis.call('GET', KEYS[1]) == owner then
+    released = redis.call('DEL', KEYS[1])
+  elseif mode == 'w' then
+    released = redis.call('ZREM', KEYS[2], (string.gsub(owner, '^([^|]*)|w', '%1|r')))
+  end
+  if released == 0 and ARGV[3] == '1' then
+    -- The token was a guess: the owner's hold, whatever its token.
+    local prefix = string.match(owner, '^[^|]*|')
+    local held = redis.call('GET', KEYS[1])
+    if held and string.sub(held, 1, #prefix) == prefix then
+      released = redis.call('DEL', KEYS[1])
+    else
+      local pattern = string.gsub(prefix, '[%*%?%[%]\\]', '\\%0') .. '*'
+      local cursor = '0'
+      repeat
+        local page = redis.call('ZSCAN', KEYS[2], cursor, 'MATCH', pattern, 'COUNT', 1000)
+        cursor = page[1]
+        if page[2][1] then
+          released = redis.call('ZREM', KEYS[2], page[2][1])
+          break
+        end
+      until cursor == '0'
+    end
+  end
   if redis.call('EXISTS', lineKey) == 1 then
-    local head = liveHead()
-    if head then tell(head) end
+    now = select(2, clock())
+    wakeHead()
   end
   return released
 elseif op == 'wake' then
-  local head = liveHead()
-  if not head then return 0 end
-  tell(head)
-  return 1
+  return wakeHead()
 end
 
 -- wakeAll, list: every live entry, in order.
 liveHead()
-local live = {}
+local entries = {}
 for _, waiter in ipairs(redis.call('ZRANGE', lineKey, 0, -1)) do
-  if tonumber(redis.call('HGET', infoKey, waiter) or '0') > now then table.insert(live, waiter) end
+  local alive, mode = live(waiter)
+  if alive then
+    table.insert(entries, waiter)
+    if op == 'list' then table.insert(entries, mode) end
+  end
 end
 if op == 'wakeAll' then
-  for _, waiter in ipairs(live) do tell(waiter) end
+  for _, waiter in ipairs(entries) do tell(waiter) end
   redis.call('DEL', lineKey, infoKey)
-  return #live
+  return #entries
 end
-return live
+return entries

@@ -8,6 +8,9 @@
   ARGV[2] owner
   ARGV[3] wake-up channel prefix
   ARGV[4] fence ttl ms
+  ARGV[5] "1" when the member's token is a guess (Redlock: a node whose
+          answer to the attempt had not come): if it does not match, the
+          owner's hold is ended as with ARGV[1] ""; absent otherwise
 
   Returns 1 if the owner held the name, else 0.
 ]]
@@ -27,7 +30,20 @@ if member ~= '' then
   else
     released = redis.call('ZREM', KEYS[1], member)
   end
-  if redis.call('EXISTS', KEYS[3]) == 0 then return released end
+  if released == 0 and ARGV[5] == '1' then
+    -- The token was a guess: the owner's exclusive hold whatever its token
+    -- (a prefix test, without the full script), else the full search below.
+    local held = redis.call('GET', KEYS[5])
+    local prefix = owner .. '|'
+    if held and string.sub(held, 1, #prefix) == prefix then
+      released = redis.call('DEL', KEYS[5])
+      if redis.call('EXISTS', KEYS[3]) == 0 then return released end
+    else
+      member = ''
+    end
+  elseif redis.call('EXISTS', KEYS[3]) == 0 then
+    return released
+  end
 end
 
 --- @include "token"

@@ -37,6 +37,10 @@ end
 -- master agree to within the failover time and no name averages one grant
 -- per microsecond. One SET ... GET reads and writes the counter in one call:
 -- only when the counter is ahead of the clock is a second SET needed.
+-- Redlock nodes pass a coarser `us` (the clock floored to whole ms, still in
+-- microseconds, see acquire.lua's ARGV[10]) so that N nodes draw equal
+-- tokens in the common case; that keeps the same rate bound (1,000 grants
+-- in one ms is one per microsecond).
 local function nextToken(tokenKey, us, keepMs)
   local last = redis.call('SET', tokenKey, int(us), 'PX', keepMs, 'GET')
   if not last then return us end
