@@ -81,10 +81,12 @@ export const cliStartup: Scenario = {
       ctx.log(`  etcd: ${error instanceof Error ? error.message : String(error)}`)
       return undefined
     })
-    const env = { ...process.env, BATON_URL: ctx.redisUrl, ETCDCTL_API: '3' }
-    const contenders: [label: string, argv: string[]][] = [
+    // The bin's code cache goes to a scratch XDG_CACHE_HOME: the warm-up run writes it, as a user's first run would.
+    const env = { ...process.env, BATON_URL: ctx.redisUrl, ETCDCTL_API: '3', XDG_CACHE_HOME: scratch, NODE_DISABLE_COMPILE_CACHE: '' }
+    const contenders: [label: string, argv: string[], extraEnv?: NodeJS.ProcessEnv][] = [
       ['node -e 0 (bare Node start-up)', [process.execPath, '-e', '0']],
       ['baton run name -- true (Redis)', [process.execPath, BATON_BIN, 'run', 'bench/cli-startup', '--', 'true']],
+      ['the same, without its code cache (a first run)', [process.execPath, BATON_BIN, 'run', 'bench/cli-startup', '--', 'true'], { NODE_DISABLE_COMPILE_CACHE: '1' }],
       ['the same, unbundled (dist/src/cli/bin.js)', [process.execPath, UNBUNDLED_BIN, 'run', 'bench/cli-startup', '--', 'true']],
       ['flock file true (one machine)', ['flock', join(scratch, 'lock'), 'true']],
       ...(etcd ? [['etcdctl lock name -- true (etcd)', ['etcdctl', '--endpoints', etcd.endpoint, 'lock', 'bench/cli-startup', 'true']] as [string, string[]]] : []),
@@ -93,11 +95,11 @@ export const cliStartup: Scenario = {
     const times = new Map<string, number[]>(contenders.map(([label]) => [label, []]))
     const failures: string[] = []
     try {
-      for (const [, argv] of contenders) await timeOnce(argv, env).catch(() => undefined) // warm the page cache
+      for (const [, argv, extra] of contenders) await timeOnce(argv, { ...env, ...extra }).catch(() => undefined) // warm the page cache
       for (let round = 0; round < rounds; round++) {
-        for (const [label, argv] of contenders) {
+        for (const [label, argv, extra] of contenders) {
           try {
-            times.get(label)!.push(await timeOnce(argv, env))
+            times.get(label)!.push(await timeOnce(argv, { ...env, ...extra }))
           } catch (error) {
             failures.push(`${label}: ${error instanceof Error ? error.message : String(error)}`)
           }

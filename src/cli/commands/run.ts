@@ -86,6 +86,7 @@ export const run: Command = {
     const url = storeUrl(values.store)
 
     const baton = await connect(url)
+    let released = false
     try {
       const handle: LockHandle = permits !== undefined
         ? baton.semaphore(name, { permits, ttl, fair })
@@ -138,13 +139,17 @@ export const run: Command = {
       }
       try {
         await lease.release()
+        released = true
       } catch (error) {
         // The command's result stands; the lease runs out by its ttl.
         warn(`baton run: could not release "${name}" (${error instanceof Error ? error.message : String(error)}); it expires within ${ttl} ms`)
       }
       return outcome.exitCode
     } finally {
-      await baton.close().catch(() => undefined)
+      const closing = baton.close().catch(() => undefined)
+      // Once the store has confirmed the release, closing has nothing left to
+      // undo there: exit without waiting for the connections' goodbyes.
+      if (!released) await closing
     }
   },
 }

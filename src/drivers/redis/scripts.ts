@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import type { Cluster, Redis } from 'ioredis'
+import { luaSource, scriptPath } from './lua-source.js'
+
+export { scriptPath }
 
 /**
  * The Lua scripts of this driver, read from ./scripts/*.lua next to this file.
@@ -28,15 +30,11 @@ export const SCRIPTS = {
 
 export type ScriptName = keyof typeof SCRIPTS
 
-export function scriptPath(file: string): URL {
-  return new URL(`./scripts/${file}.lua`, import.meta.url)
-}
-
 /** The source of a script with its includes expanded. */
 export function loadScript(file: string, seen: Set<string> = new Set()): string {
   if (seen.has(file)) throw new Error(`include cycle at ${file}.lua`)
   seen.add(file)
-  const source = readFileSync(scriptPath(file), 'utf8')
+  const source = luaSource(file)
   return source.replace(/^--- @include "([\w-]+)"$/gm, (_, name: string) => loadScript(name, new Set(seen)))
 }
 
