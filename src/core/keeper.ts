@@ -137,12 +137,9 @@ export class Keeper {
    * after the grant shows at the lease's next extend or release).
    */
   private async tryDetached(spec: LockSpec, ttlMs: number, given: string | undefined): Promise<DetachedGrant | null> {
-    const owner = given ?? (this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId))
+    const owner = given ?? this.newOwner()
     const started = monotonicNow()
-    const request: AttemptRequest & { token: bigint } = {
-      name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
-      lockDelayMs: spec.lockDelayMs, owner, ttlMs, enqueue: false, queueTtlMs: 0, retry: given !== undefined, token: 0n,
-    }
+    const request = attemptRequest(spec, owner, ttlMs, given !== undefined)
     const result = await this.driver.acquire(request).catch((error: unknown) => {
       // The attempt may still land after it failed here (a late answer): undo it, so no ghost holds the lock.
       this.driver.release(request).catch(() => {})
@@ -158,19 +155,17 @@ export class Keeper {
     return { ref: request, ttlMs: result.ttlMs, startedAt: started, waitedMs: monotonicNow() - started, lost: false }
   }
 
+  private newOwner(): string {
+    return this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId)
+  }
+
   /** A new owner's attempts until granted (watching its wake-ups), or null when busy and `nullIfBusy`. */
   private async obtainGrant(spec: LockSpec, options: DetachedOptions) {
-    const owner = options.owner ?? (this.secretOwners ? newSecretOwnerId(this.clientId) : newOwnerId(this.clientId))
+    const owner = options.owner ?? this.newOwner()
     const route = new WakeRoute()
     const unwatch = this.driver.watch(spec.name, owner, route.deliver)
     const started = monotonicNow()
-    // One object serves as every attempt's request and then as the hold's ref.
-    // Spelled out, not spread: V8 turns `{ ...spec, more }` into a slow
-    // dictionary object, which cost more than the rest of an acquire.
-    const request: AttemptRequest & { token: bigint } = {
-      name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
-      lockDelayMs: spec.lockDelayMs, owner, ttlMs: options.ttlMs, enqueue: false, queueTtlMs: 0, retry: false, token: 0n,
-    }
+    const request = attemptRequest(spec, owner, options.ttlMs, false)
     let grant
     try {
       grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closingSignal, options.onWaiting)
@@ -336,5 +331,18 @@ export class Keeper {
     if (!this.closed) this.closing.abort(clientClosed())
     this.watchdog.close()
     if (this.taking > 0) await (this.drain ??= new Promise<void>((resolve) => { this.drained = resolve }))
+  }
+}
+
+/**
+ * One object serves as every attempt's request and then as the hold's ref.
+ * Spelled out, not spread: V8 turns `{ ...spec, more }` into a slow
+ * dictionary object, which cost more than the rest of an acquire.
+ * `retry`: the owner may already hold or wait (an idempotent repeat).
+ */
+function attemptRequest(spec: LockSpec, owner: string, ttlMs: number, retry: boolean): AttemptRequest & { token: bigint } {
+  return {
+    name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
+    lockDelayMs: spec.lockDelayMs, owner, ttlMs, enqueue: false, queueTtlMs: 0, retry, token: 0n,
   }
 }
