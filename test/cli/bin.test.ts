@@ -11,9 +11,8 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, w
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { freePort } from '../harness/ports.js'
 import { startRedis, startRedisCluster, type RedisServer } from '../harness/servers.js'
-import { makeCertificates } from '../harness/tls.js'
+import { startTlsRedis } from '../harness/tls.js'
 import { baton } from './baton-cli.js'
 
 let redis: RedisServer
@@ -105,23 +104,14 @@ describe('the shipped baton bin', () => {
   })
 
   it('reaches a rediss:// store through the tls module it loads on first use', async () => {
-    const { dir, ca } = await makeCertificates()
-    const tlsPort = await freePort()
-    const server = await startRedis({
-      args: [
-        '--tls-port', String(tlsPort),
-        '--tls-cert-file', join(dir, 'server.crt'), '--tls-key-file', join(dir, 'server.key'),
-        '--tls-ca-cert-file', ca, '--tls-auth-clients', 'no',
-      ],
-    })
+    const { server, url, certificates } = await startTlsRedis()
     try {
-      const url = `rediss://127.0.0.1:${tlsPort}?ca=${encodeURIComponent(ca)}`
       const result = await baton(['run', 'cache/tls', '--store', url, '--', 'sh', '-c', 'echo "$BATON_TOKEN"'], { BATON_URL: undefined })
       assert.equal(result.code, 0, result.stderr)
       assert.match(result.stdout, /^\d+\n$/)
     } finally {
       await server.stop()
-      rmSync(dir, { recursive: true, force: true })
+      rmSync(certificates.dir, { recursive: true, force: true })
     }
   })
 

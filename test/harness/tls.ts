@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { ensureCommand } from './install.js'
+import { freePort } from './ports.js'
+import { startRedis, type RedisServer } from './servers.js'
 
 const run = promisify(execFile)
 
@@ -25,4 +27,18 @@ export async function makeCertificates(): Promise<TestCertificates> {
   await run('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', at('server.key'), '-out', at('server.csr')])
   await run('openssl', ['x509', '-req', '-days', '1', '-in', at('server.csr'), '-CA', at('ca.crt'), '-CAkey', at('ca.key'), '-CAcreateserial', '-extfile', at('san.cnf'), '-out', at('server.crt')])
   return { dir, ca: at('ca.crt'), serverCert: at('server.crt'), serverKey: at('server.key') }
+}
+
+/** A redis-server that serves TLS only, with a certificate from a fresh throwaway CA, and the rediss:// URL that trusts it. */
+export async function startTlsRedis(): Promise<{ server: RedisServer; url: string; certificates: TestCertificates }> {
+  const certificates = await makeCertificates()
+  const tlsPort = await freePort()
+  const server = await startRedis({
+    args: [
+      '--tls-port', String(tlsPort),
+      '--tls-cert-file', certificates.serverCert, '--tls-key-file', certificates.serverKey,
+      '--tls-ca-cert-file', certificates.ca, '--tls-auth-clients', 'no',
+    ],
+  })
+  return { server, url: `rediss://127.0.0.1:${tlsPort}?ca=${encodeURIComponent(certificates.ca)}`, certificates }
 }
