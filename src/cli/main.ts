@@ -1,5 +1,5 @@
 import { isBatonError } from '../core/errors.js'
-import { EXIT, exitCodeOf, print, UsageError, type Command } from './common.js'
+import { cliAdvice, EXIT, exitCodeOf, flushOutput, print, UsageError, type Command } from './common.js'
 
 /**
  * Command table: name → one-line summary and a lazy import, so each command
@@ -12,6 +12,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   inspect: { summary: 'show who holds and who awaits one lock', load: async () => (await import('./commands/inspect.js')).inspect },
   release: { summary: 'admin: force-release a lock (its holders lose it)', load: async () => (await import('./commands/release.js')).release },
   bench: { summary: 'a short benchmark of a store', load: async () => (await import('./commands/bench.js')).bench },
+  verify: { summary: 'check your store keeps the promise: workers, pauses, kills, fenced writes', load: async () => (await import('./commands/verify.js')).verify },
   demo: { summary: 'workers contending for one lock, printing tokens and hand-overs', load: async () => (await import('./commands/demo.js')).demoCommand },
 }
 
@@ -77,12 +78,15 @@ async function main(argv: string[]): Promise<number> {
 
 /** Runs `baton ...argv` and exits the process with its status. */
 export function runCli(argv: string[]): void {
+  // Exits explicitly (store connections may linger), but only once the output
+  // has reached the pipe or file: `baton ls | jq` must get every byte.
+  const exit = (code: number) => void flushOutput().then(() => process.exit(code))
   main(argv).then(
-    (code) => process.exit(code),
+    exit,
     (error: unknown) => {
-      const message = error instanceof Error ? error.message.replace(/^baton: /, '') : String(error)
+      const message = error instanceof Error ? cliAdvice(error.message.replace(/^baton: /, '')) : String(error)
       console.error(`baton: ${isBatonError(error) ? `${error.code}: ` : ''}${message}`)
-      process.exit(exitCodeOf(error))
+      exit(exitCodeOf(error))
     },
   )
 }

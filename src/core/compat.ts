@@ -7,18 +7,38 @@ import type { HoldMode, LockKind } from './driver.js'
  * - exclusive / write: only when nobody holds the name;
  * - read: when no writer holds it, and no writer waits (new readers do not
  *   starve a queued writer); readers already in line are admitted together;
- * - permit: while fewer than `permits` hold it.
+ * - permit: while the weights of the holds (lock-delay phantoms included)
+ *   plus the asked weight come to at most `permits` (LockSpec.weight).
  */
-export function canJoin(held: readonly HoldMode[], mode: HoldMode, permits: number, writerWaiting: boolean): boolean {
-  switch (mode) {
+export function canJoin(held: readonly Held[], asked: Held, permits: number, writerWaiting: boolean): boolean {
+  switch (asked.mode) {
     case 'exclusive':
     case 'write':
       return held.length === 0
     case 'read':
-      return !writerWaiting && held.every((m) => m === 'read')
-    case 'permit':
-      return held.length < permits
+      return !writerWaiting && held.every((h) => h.mode === 'read')
+    case 'permit': {
+      let used = weightOf(asked)
+      for (const h of held) used += weightOf(h)
+      return used <= permits
+    }
   }
+}
+
+/** A hold (or a lock-delay phantom, or a request) as canJoin counts it. */
+export interface Held {
+  readonly mode: HoldMode
+  readonly weight?: number | undefined
+}
+
+/** LockSpec.weight with its default: 1. */
+export function weightOf(spec: { readonly weight?: number | undefined }): number {
+  return spec.weight ?? 1
+}
+
+/** HolderSummary / WaiterSummary's `weight`: shown for permits, left out elsewhere. */
+export function weightField(mode: HoldMode, weight: number | undefined): { weight?: number } {
+  return mode === 'permit' ? { weight: weight ?? 1 } : {}
 }
 
 /** Why a request can never share this name as asked, or undefined when it can. */

@@ -7,7 +7,7 @@
  * status unions and throw only for transport failures (wrapped with
  * `backendUnavailable`, or QUORUM_NOT_REACHED for quorum stores).
  *
- * The shape fits every store in DESIGN.md:
+ * The shape fits every store baton has (docs/design.md):
  * - Redis / Redlock: TTL keys changed by Lua scripts, pub/sub wake-ups;
  * - etcd: lease-attached keys ordered by create revision, watch on the predecessor;
  * - ZooKeeper: ephemeral sequential nodes, watch on the predecessor;
@@ -40,6 +40,21 @@ export interface LockSpec {
    * the reference for this; every store does the same.
    */
   readonly lockDelayMs: number
+  /**
+   * Weighted permits: how many of the semaphore's `permits` this hold takes,
+   * a whole number from 1 to `permits` (the core refuses anything else with
+   * INVALID_ARGUMENT before a store sees it). Absent means 1, and is always 1
+   * for mutex and rwlock holds. Part of the spec, not only of the acquire,
+   * because every store keeps it beside the hold (a Redis member, an etcd
+   * value, a ZooKeeper node, a PostgreSQL row) and finds the hold again by
+   * it: a grant counts the weights of the holds and of lock-delay phantoms
+   * (an expired weighted permit keeps its whole weight taken during its
+   * lock delay), never their number. Added for `acquire({ weight })`
+   * (Go's semaphore.Weighted, Redisson's permit counts): a capacity that
+   * requests use unevenly. FIFO by default: a heavy waiter at the head of the
+   * line is never passed by lighter ones behind it (docs/weighted-permits.md).
+   */
+  readonly weight?: number
 }
 
 export interface AcquireRequest extends LockSpec {
@@ -65,15 +80,62 @@ export interface AcquireRequest extends LockSpec {
    * attempt must therefore never leave a hold or a line entry nobody releases.
    */
   readonly retry: boolean
+  /**
+   * Who asks, for operators (`ls`, `inspect`, the dashboard, busy messages):
+   * a short JSON text the core builds (host, pid, the client's name, the
+   * command of `baton run`), at most MAX_DESCRIPTION_BYTES. Opaque to the
+   * store, which keeps it beside the hold or line entry and gives it back in
+   * HolderSummary / waiters together with when the store granted or queued
+   * it. Added to the interface because "who holds it" cannot be answered
+   * from an owner id, and every store must answer it the same way.
+   */
+  readonly description?: string
+  /**
+   * Leader election (baton.election()): the value the candidate announces,
+   * kept by the store beside the hold (and beside the line entry, so a
+   * hand-over grants it with its value) and shown in HolderSummary.value.
+   * Added because a leader's address must be readable by everyone in the
+   * same store read that says who leads: a value kept elsewhere could name
+   * a leader that is gone. At most MAX_VALUE_BYTES (the core checks).
+   * Undefined for plain locks; a store that can not keep it refuses the
+   * acquire with `conflict` and the reason (Redlock).
+   */
+  readonly value?: string
 }
+
+/** Bound on `AcquireRequest.value` (and `Driver.proclaim`), in UTF-8 bytes. */
+export const MAX_VALUE_BYTES = 4096
+
+/** Bound on `AcquireRequest.description`, in UTF-8 bytes; the core truncates, stores may rely on it. */
+export const MAX_DESCRIPTION_BYTES = 256
 
 /** The store's current holder, when known, for LOCK_TIMEOUT messages and inspect. */
 export interface HolderSummary {
   readonly owner: string
   readonly token: bigint
   readonly mode: HoldMode
+  /** Weighted permits: how many permits this hold takes (semaphores; absent means 1). */
+  readonly weight?: number
   /** Epoch ms, by the store's clock. */
   readonly expiresAt: number
+  /** The description sent with the acquire that granted this hold, when the store has it. */
+  readonly description?: string
+  /** When the store granted this hold, epoch ms by the store's clock, when the store has it. */
+  readonly since?: number
+  /** The announced value (AcquireRequest.value, or the last `proclaim`), for holds that carry one. */
+  readonly value?: string
+}
+
+/** One owner in a name's waiting line, as inspect shows it. */
+export interface WaiterSummary {
+  readonly owner: string
+  readonly mode: HoldMode
+  /** Weighted permits: how many permits this waiter asks for (semaphores; absent means 1). */
+  readonly weight?: number
+  /** The description sent with the owner's acquire, when the store has it. */
+  readonly description?: string
+  /** When the owner joined the line, epoch ms by the store's clock, when the store has it. */
+  readonly since?: number
 }
 
 export type AcquireResult =
@@ -109,12 +171,18 @@ export type Wake =
   /** Something changed; trying again may succeed. */
   | { readonly type: 'retry' }
   /**
-   * The hold is gone (forced release, session loss); stop at once. Sent only to
-   * owners that hold (or were just granted) the name, never to mere waiters,
-   * so the core treats any `lost` for an owner as the end of its hold, whether
-   * it arrives before or after the grant is seen.
+   * The hold is gone (forced release, release through another client, session
+   * loss); stop at once. Sent only to owners that hold (or were just granted)
+   * the name, never to mere waiters, so the core treats any `lost` for an
+   * owner as the end of its hold, whether it arrives before or after the
+   * grant is seen. `cause`, when the store knows it: `forced` (forceRelease)
+   * or `released` (an ordinary release of this hold sent through another
+   * client, see Driver.release). Added for the lock server, which reports a
+   * lease another server released as a release, not as a loss or an expiry;
+   * stores that can not tell (a deleted etcd key or ZooKeeper node says
+   * neither) leave it out.
    */
-  | { readonly type: 'lost'; readonly reason: string }
+  | { readonly type: 'lost'; readonly reason: string; readonly cause?: 'forced' | 'released' }
 
 export interface LockInfo {
   readonly name: string
@@ -123,7 +191,7 @@ export interface LockInfo {
   readonly permits: number
   readonly holders: readonly HolderSummary[]
   /** Owners in line, in the order they will be served. */
-  readonly waiters: readonly { readonly owner: string; readonly mode: HoldMode }[]
+  readonly waiters: readonly WaiterSummary[]
   /** Highest token granted so far for this name. */
   readonly lastToken: bigint
   /**
@@ -186,6 +254,16 @@ export interface Driver {
    * Releases a hold, or leaves the line if the owner only waits; hands the lock
    * to the next waiter. Returns whether the owner held it. Never fails for an
    * unknown owner (release is idempotent).
+   *
+   * A hold released through another client than its owner's (a store that
+   * releases by owner and token lets any client do it: the lock server does,
+   * for a lease id granted by another server sharing the store) gets its
+   * owner's client a `lost` wake-up with cause `released`, as a forced
+   * release does with `forced`: that client learns at once, not at its next
+   * renewal or at the lease's end (a lock server would report an expiry).
+   * It costs nothing when a client releases its own holds (the usual case):
+   * only a foreign release publishes. Stores whose releases only reach the
+   * calling client's own holds (etcd, ZooKeeper, http) answer false there.
    */
   release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean>
 
@@ -202,6 +280,40 @@ export interface Driver {
    * hold is gone. Only for stores with `capabilities.rwlock`.
    */
   downgrade?(hold: HoldRef): Promise<boolean>
+
+  /**
+   * Leader election: replaces the value kept beside `hold` (see
+   * AcquireRequest.value) in one store operation, keeping the hold, its
+   * token and its lease. False if the store no longer has the hold. Added
+   * because a leader must re-announce itself (a new address) without giving
+   * up its term, which a release and a new acquire would do. Absent: the
+   * store offers no election (the core refuses proclaim with the reason).
+   */
+  proclaim?(hold: HoldRef, value: string): Promise<boolean>
+
+  /**
+   * Leader election: calls `onChange` (no arguments) after anything that
+   * may have changed who holds `name` or a holder's value — a grant, a
+   * release, a hand-over, a proclaim, a forced release, and where the store
+   * sees it, an expiry — and after a reconnect (notices may have been
+   * missed), until the returned function is called. A notice, not a
+   * record: the core re-reads `inspect` on each, so a store may send
+   * spurious or coalesced notices, never none after a change. Added because
+   * election.observe() must follow the leader without polling, and `watch`
+   * only reaches owners that wait or hold. Each store reuses its own
+   * notice path (memory: an emitter; Redis: pub/sub on the name's channel;
+   * etcd: the name's prefix watch; ZooKeeper: a children watch; PostgreSQL:
+   * LISTEN; HTTP: the server's event stream). Absent: no election.
+   */
+  observe?(name: string, onChange: () => void): () => void
+
+  /**
+   * Why this store refuses leader election, when it does (Redlock): the
+   * core refuses campaign() and observe() with INVALID_ARGUMENT and this
+   * reason, before anything reaches the store. Added so the refusal names
+   * the store's own reason rather than a missing method.
+   */
+  readonly electionRefusal?: string
 
   inspect(name: string): Promise<LockInfo | null>
   /**

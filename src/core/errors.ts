@@ -14,6 +14,11 @@ export type ErrorCode =
   | 'FORBIDDEN'
   /** The client was closed: pending acquires end with it, later calls fail with it. */
   | 'CLOSED'
+  /**
+   * A fenced resource refused a write: a holder with a higher fencing token
+   * has written since (baton/fencing). The lock was lost; never retry as is.
+   */
+  | 'STALE_TOKEN'
 
 /** Codes for which trying the same call again later can succeed. */
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -46,7 +51,7 @@ export class BatonError extends Error {
   readonly nodes?: Record<string, string>
 
   constructor(code: ErrorCode, message: string, options: BatonErrorOptions = {}) {
-    super(`baton: ${message}`, options.cause === undefined ? undefined : { cause: options.cause })
+    super(`baton: ${message}`, options.cause === undefined ? undefined : { cause: redactedCause(options.cause) })
     this.name = 'BatonError'
     this.code = code
     this.retryable = RETRYABLE.has(code)
@@ -54,6 +59,28 @@ export class BatonError extends Error {
     if (options.lockName !== undefined) this.lockName = options.lockName
     if (options.nodes) this.nodes = options.nodes
   }
+}
+
+/** What a library error may keep as a cause: facts about the failure, never the command or settings it carries. */
+const CAUSE_FACTS = ['code', 'errno', 'syscall', 'address', 'port', 'severity', 'detail', 'hint', 'routine'] as const
+
+/**
+ * A store library's error, as a cause: its name, message, stack and the facts
+ * above, nothing else. Libraries hang their request on their errors (ioredis
+ * a refused AUTH's arguments: the password), and `console.error(err)` prints
+ * a cause whole.
+ */
+function redactedCause(cause: unknown): unknown {
+  if (!(cause instanceof Error) || cause instanceof BatonError) return cause
+  const copy = new Error(cause.message, cause.cause === undefined ? undefined : { cause: redactedCause(cause.cause) })
+  copy.name = cause.name
+  if (cause.stack !== undefined) copy.stack = cause.stack
+  const facts = cause as unknown as Record<string, unknown>
+  for (const key of CAUSE_FACTS) {
+    const value = facts[key]
+    if (typeof value === 'string' || typeof value === 'number') Object.defineProperty(copy, key, { value, enumerable: true })
+  }
+  return copy
 }
 
 export function isBatonError(value: unknown, code?: ErrorCode): value is BatonError {
@@ -69,7 +96,10 @@ export const invalidArgument = (message: string, cause?: unknown): BatonError =>
  */
 export function backendUnavailable(store: string, cause: unknown, answered = isReplyError(cause)): BatonError {
   if (cause instanceof BatonError) return cause
-  const detail = cause instanceof Error ? cause.message : String(cause)
+  let detail = cause instanceof Error ? cause.message : String(cause)
+  // fetch says only "fetch failed"; the reason (ECONNREFUSED host:port) is its cause.
+  const inner = cause instanceof Error ? cause.cause : undefined
+  if (inner instanceof Error && inner.message && !detail.includes(inner.message)) detail += `: ${inner.message}`
   const message = answered
     ? `the ${store} answered with an error: ${detail}`
     : `the ${store} did not answer (${detail}); check that it is running and reachable, or raise "connectTimeout" / "commandTimeout" in connect() options`

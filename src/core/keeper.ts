@@ -2,6 +2,7 @@ import type { Driver, ExtendResult, HoldRef, LockSpec } from './driver.js'
 import { setMaxListeners } from 'node:events'
 import { aborted, clientClosed, invalidArgument, lockTimeout } from './errors.js'
 import { monotonicNow } from './clock.js'
+import { weightOf } from './compat.js'
 import { channels } from './events.js'
 import { Hold, Lease } from './lease.js'
 import { newOwnerId, newSecretOwnerId } from './owner.js'
@@ -17,6 +18,8 @@ export interface DetachedOptions extends Omit<TakeOptions, 'autoExtend' | 'reent
    * is idempotent for an owner that already holds or waits).
    */
   owner?: string
+  /** Who asks, when not this client (the lock server passes on its caller's). */
+  description?: string
 }
 
 /** A grant handed out without a Hold (the lock server's leases). */
@@ -41,6 +44,8 @@ export interface TakeOptions {
   nullIfBusy: boolean
   /** Internal (lock server): called once when the owner is in the store's line. */
   onWaiting?: (owner: string) => void
+  /** Leader election: the candidate's announced value (AcquireRequest.value). */
+  value?: string
 }
 
 /**
@@ -57,6 +62,8 @@ export class Keeper {
    * anyone extend or release another's hold.
    */
   secretOwners = false
+  /** Sent with every attempt (AcquireRequest.description): who asks, for operators. */
+  description: string | undefined
   /** Aborted by close(), with the CLOSED error every pending acquire ends with. */
   private readonly closing = new AbortController()
   private readonly closingSignal = this.closing.signal
@@ -68,6 +75,11 @@ export class Keeper {
   constructor(readonly driver: Driver, readonly clientId: string) {
     // Every waiter listens to it; that is not a leak.
     setMaxListeners(0, this.closingSignal)
+  }
+
+  /** Aborts when close() is called (election observers end with it). */
+  get closeSignal(): AbortSignal {
+    return this.closingSignal
   }
 
   get closed(): boolean {
@@ -119,7 +131,7 @@ export class Keeper {
     this.checkOpen()
     this.taking++
     try {
-      if (options.waitMs === 0 && options.nullIfBusy) return await this.tryDetached(spec, options.ttlMs, options.owner)
+      if (options.waitMs === 0 && options.nullIfBusy) return await this.tryDetached(spec, options.ttlMs, options.owner, options.description ?? this.description, options.value)
       const got = await this.obtainGrant(spec, options)
       if (!got) return null
       got.unwatch()
@@ -136,10 +148,12 @@ export class Keeper {
    * not in line, so there is no wake-up to watch for (a forced release right
    * after the grant shows at the lease's next extend or release).
    */
-  private async tryDetached(spec: LockSpec, ttlMs: number, given: string | undefined): Promise<DetachedGrant | null> {
+  private async tryDetached(
+    spec: LockSpec, ttlMs: number, given: string | undefined, description = this.description, value?: string,
+  ): Promise<DetachedGrant | null> {
     const owner = given ?? this.newOwner()
     const started = monotonicNow()
-    const request = attemptRequest(spec, owner, ttlMs, given !== undefined)
+    const request = attemptRequest(spec, owner, ttlMs, given !== undefined, description, value)
     const result = await this.driver.acquire(request).catch((error: unknown) => {
       // The attempt may still land after it failed here (a late answer): undo it, so no ghost holds the lock.
       this.driver.release(request).catch(() => {})
@@ -160,12 +174,12 @@ export class Keeper {
   }
 
   /** A new owner's attempts until granted (watching its wake-ups), or null when busy and `nullIfBusy`. */
-  private async obtainGrant(spec: LockSpec, options: DetachedOptions) {
+  private async obtainGrant(spec: LockSpec, options: DetachedOptions & { value?: string }) {
     const owner = options.owner ?? this.newOwner()
     const route = new WakeRoute()
     const unwatch = this.driver.watch(spec.name, owner, route.deliver)
     const started = monotonicNow()
-    const request = attemptRequest(spec, owner, options.ttlMs, false)
+    const request = attemptRequest(spec, owner, options.ttlMs, false, options.description ?? this.description, options.value)
     let grant
     try {
       grant = await obtain(this.driver, request, options.waitMs, route, options.signal, options.nullIfBusy, this.closingSignal, options.onWaiting)
@@ -340,9 +354,11 @@ export class Keeper {
  * dictionary object, which cost more than the rest of an acquire.
  * `retry`: the owner may already hold or wait (an idempotent repeat).
  */
-function attemptRequest(spec: LockSpec, owner: string, ttlMs: number, retry: boolean): AttemptRequest & { token: bigint } {
+function attemptRequest(
+  spec: LockSpec, owner: string, ttlMs: number, retry: boolean, description: string | undefined, value?: string,
+): AttemptRequest & { token: bigint } {
   return {
     name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
-    lockDelayMs: spec.lockDelayMs, owner, ttlMs, enqueue: false, queueTtlMs: 0, retry, token: 0n,
+    lockDelayMs: spec.lockDelayMs, weight: weightOf(spec), owner, ttlMs, enqueue: false, queueTtlMs: 0, retry, token: 0n, description, value,
   }
 }

@@ -27,6 +27,8 @@ export class Hold implements ScopedHold {
   ttlMs: number
   /** Made on first use of `signal`: most holds end without anyone asking for it. */
   private abortController: AbortController | undefined
+  /** Called once on loss, after the signal: a multi-lock's parts (a plain callback costs far less than a signal listener). */
+  private lossListeners: ((reason: BatonError) => void)[] | undefined
   private lossReason: BatonError | undefined
   /** A renewal in flight; release waits for it so they never cross in the store. */
   renewing: Promise<unknown> | undefined
@@ -82,6 +84,34 @@ export class Hold implements ScopedHold {
 
   onWake(wake: Wake): void {
     if (wake.type === 'lost') this.lose(wake.reason)
+    // A holder is told "retry" only when the store's notices may have been
+    // lost (a resubscribe after a reconnect): a forced release's notice may
+    // be among them, so look now rather than at the next renewal.
+    else if (wake.type === 'retry') this.recheck()
+  }
+
+  private rechecking = false
+
+  /** Asks the store whether it still has this hold; loses it at once if not. One at a time. */
+  private recheck(): void {
+    if (this.state !== 'held' || this.rechecking) return
+    this.rechecking = true
+    const { name, owner } = this.ref
+    this.driver.inspect(name).then(
+      (info) => {
+        if (this.state !== 'held' || info?.holders.some((h) => h.owner === owner)) return
+        this.lose('the store no longer has it (it was taken away while its notices could not reach this client)')
+      },
+      () => undefined, // the store did not answer: the renewal or the lease's end decides
+    ).finally(() => {
+      this.rechecking = false
+    })
+  }
+
+  /** Internal: `listener` is called once if the hold is lost (at once if it already is); never after a release. */
+  onLoss(listener: (reason: BatonError) => void): void {
+    if (this.state === 'lost') listener(this.lossReason!)
+    else if (this.state === 'held') (this.lossListeners ??= []).push(listener)
   }
 
   /** `expired`: the lease ran out here (no confirmed renewal), as opposed to the store taking it away. */
@@ -93,6 +123,15 @@ export class Hold implements ScopedHold {
     if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause })
     this.lossReason = error
     this.abortController?.abort(error)
+    const listeners = this.lossListeners
+    this.lossListeners = undefined
+    for (const listener of listeners ?? []) {
+      try {
+        listener(error)
+      } catch {
+        // Internal listeners; one that fails must not keep the others (or this timer) from running.
+      }
+    }
     if (channels.lost.hasSubscribers) channels.lost.publish({ ...this.event(), error, expired } satisfies LostEvent)
     // No release here: code that has not yet reacted to the signal may still
     // be working, so the store keeps the hold to its end (and lock delay after).
@@ -205,12 +244,19 @@ export class Lease implements AsyncDisposable {
   /** Fencing token: strictly greater than every token granted before for this name. */
   get token(): bigint { return this.hold.ref.token }
   get mode(): HoldRef['mode'] { return this.hold.ref.mode }
+  /** How many permits this hold takes: a semaphore's acquire({ weight }), 1 otherwise. */
+  get weight(): number { return this.hold.ref.weight ?? 1 }
   /** Epoch ms at which the last confirmed lease ends (an estimate: the store's clock decides). */
   get expiresAt(): number { return this.hold.expiresAt }
   /** Aborted, with a BatonError('LEASE_LOST'), as soon as the hold is lost. */
   get signal(): AbortSignal { return this.hold.signal }
   /** True until released or lost. */
   get held(): boolean { return !this.released && this.hold.state === 'held' }
+
+  /** Internal (multi-lock): `listener` is called once if the hold is lost, with the signal's reason. */
+  onLoss(listener: (reason: BatonError) => void): void {
+    this.hold.onLoss(listener)
+  }
 
   /** Milliseconds left of the last confirmed lease, by the monotonic clock. */
   remainingMs(): number {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 
 /**
  * Owner ids are `<clientId>.<leaseId>`, short because a store keeps one per
@@ -38,4 +38,23 @@ export function newSecretOwnerId(clientId: string): string {
   const secret = pool.toString('base64url', poolAt, poolAt + 16)
   poolAt += 16
   return `${clientId}.${secret}`
+}
+
+/** `<clientId>.<22 base64url chars = 128 bits>`: newSecretOwnerId's shape (and the lock server's idempotent owners). */
+const SECRET_OWNER = /^[A-Za-z0-9_-]{1,16}\.[A-Za-z0-9_-]{22}$/
+
+/**
+ * How a hold's owner is shown, the same through every path (the store's own
+ * URL, a baton server, its dashboard), so operators can follow one hold: a
+ * secret owner (a capability inside the lock server's lease ids) is shown as
+ * a one-way digest of it, every other owner as itself. The digest is the
+ * lock server's: the first 16 base64url characters of SHA-256.
+ */
+export function publicOwner(owner: string): string {
+  return SECRET_OWNER.test(owner) ? ownerDigestOf(owner) : owner
+}
+
+/** First 16 base64url characters of SHA-256 of the owner. */
+export function ownerDigestOf(owner: string): string {
+  return createHash('sha256').update(owner).digest('base64url').slice(0, 16)
 }

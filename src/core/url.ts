@@ -1,3 +1,4 @@
+import { inspect } from 'node:util'
 import { invalidArgument } from './errors.js'
 
 /**
@@ -63,9 +64,24 @@ function splitAuth(text: string): { auth?: string; rest: string } {
   const start = SCHEME.exec(text)?.[0].length ?? 0
   const queryAt = text.search(/[?#]/)
   const beforeQuery = queryAt < 0 ? text : text.slice(0, queryAt)
-  const at = beforeQuery.lastIndexOf('@')
+  let at = beforeQuery.lastIndexOf('@')
+  // A '?' or '#' pasted unescaped in a password ends "before the query"
+  // early: then the last '@' followed by a host list ends the user info,
+  // unless a '/' comes before that '?' or '#' (then it is a path's query).
+  if (at < start) at = authEndPastQueryChar(text, start)
   if (at < start) return { rest: text.slice(start) }
   return { auth: text.slice(start, at), rest: text.slice(at + 1) }
+}
+
+const HOST_LIST = /^[\w.\-:[\],%]+(?:[/?]|$)/
+
+function authEndPastQueryChar(text: string, start: number): number {
+  const at = text.lastIndexOf('@')
+  if (at <= start) return -1
+  const userInfo = text.slice(start, at)
+  const slash = userInfo.indexOf('/')
+  const queryChar = userInfo.search(/[?#]/)
+  return (slash < 0 || queryChar < slash) && HOST_LIST.test(text.slice(at + 1)) ? at : -1
 }
 
 function parseHost(entry: string, display: string): { host: string; port?: number } {
@@ -93,10 +109,14 @@ function decode(part: string, what: string, display: string): string {
  * The URL as messages may show it: the password (and a lone user info, which
  * several clients read as a password: `redis://s3cret@host`) becomes "***",
  * as do secret-looking query parameters. Works on any text, parseable or not.
+ * Secrecy first: everything up to the LAST '@' is user info here, whatever
+ * the parser made of it (a password may hold '@', '/', '#' and '?' unescaped).
  */
 export function maskUrl(text: string): string {
-  const { auth, rest } = splitAuth(text)
   const scheme = SCHEME.exec(text)?.[0] ?? ''
+  const lastAt = text.lastIndexOf('@')
+  const auth = lastAt >= scheme.length ? text.slice(scheme.length, lastAt) : undefined
+  const rest = auth === undefined ? text.slice(scheme.length) : text.slice(lastAt + 1)
   let masked = rest
   const queryAt = rest.indexOf('?')
   if (queryAt >= 0) {
@@ -108,6 +128,17 @@ export function maskUrl(text: string): string {
   }
   if (auth === undefined) return scheme + masked
   const colon = auth.indexOf(':')
-  const user = colon < 0 ? '' : auth.slice(0, colon)
+  const user = colon < 0 || /[@/?#]/.test(auth.slice(0, colon)) ? '' : auth.slice(0, colon)
   return `${scheme}${user ? `${user}:` : ''}***@${masked}`
+}
+
+/**
+ * Makes util.inspect show `target` (a driver, which keeps its store URL and
+ * its libraries' settings, passwords included) as `text` only, unless its
+ * class already says how it is shown. connect() applies it to every driver,
+ * so `util.inspect(client)` and `util.inspect(lease)` are safe whatever the store.
+ */
+export function inspectAs(target: object, text: string): void {
+  if (inspect.custom in target) return
+  Object.defineProperty(target, inspect.custom, { value: () => text, enumerable: false })
 }

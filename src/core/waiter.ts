@@ -1,6 +1,7 @@
 import type { AcquireRequest, Driver, LockSpec, Wake } from './driver.js'
 import { aborted, BatonError, invalidArgument, lockTimeout } from './errors.js'
 import { monotonicNow } from './clock.js'
+import { safetyMarginMs } from './margin.js'
 import { channels, type WaitEvent } from './events.js'
 
 /** A grant, with the monotonic instant from which its ttl surely runs (or later). */
@@ -63,6 +64,22 @@ export async function obtain(
   /** Internal (lock server): called once when the owner is in the store's line. */
   onWaiting?: (owner: string) => void,
 ): Promise<Grant | null> {
+  // One timer for the whole wait (none for a single attempt or an endless
+  // wait): an attempt in flight is never waited on past the deadline, even
+  // when the store does not answer (a frozen server).
+  const pastDeadline = waitMs > 0 && Number.isFinite(waitMs) ? new Deadline(waitMs) : undefined
+  try {
+    return await attempts(driver, attempt, waitMs, route, signal, nullIfBusy, closing, onWaiting, pastDeadline)
+  } finally {
+    pastDeadline?.clear()
+  }
+}
+
+/** The attempts of obtain(), each bounded by `pastDeadline` when the wait has one. */
+async function attempts(
+  driver: Driver, attempt: AttemptRequest, waitMs: number, route: WakeRoute, signal: AbortSignal | undefined,
+  nullIfBusy: boolean, closing: AbortSignal, onWaiting: ((owner: string) => void) | undefined, pastDeadline: Deadline | undefined,
+): Promise<Grant | null> {
   const request = attempt // the same object serves every attempt of this owner
   const started = monotonicNow()
   const deadline = started + waitMs
@@ -83,23 +100,45 @@ export async function obtain(
     const sentAt = monotonicNow()
     const lossesBefore = route.losses
     const reply = driver.acquire(attempt)
-    const result = await untilStopped(reply, signal).catch((error: unknown) => {
+    const result = await untilStopped(reply, signal, pastDeadline).catch((error: unknown) => {
       // The attempt may still reach the store after we gave up on it (a frozen
       // server answers late): undo it in order, so no ghost holds the lock.
       driver.release(waiterOf(request)).catch(() => {})
       throw error
     })
-    if (result === STOPPED) {
-      // Aborted with the attempt in flight: answer now, and undo whatever the
-      // attempt does in the store (a grant, a line entry) once it has landed.
+    if (result === STOPPED || result === PAST_DEADLINE) {
+      // Aborted or out of time with the attempt in flight: answer now, and undo whatever
+      // the attempt does in the store (a grant, a line entry) once it has landed.
       const undo = () => driver.release(waiterOf(request)).catch(() => {})
       reply.then(undo, undo)
-      throw stoppedError(driver, request, aborted(request.name, signal!.reason))
+      // Out of time: a healthy store answers within moments, so let the attempt
+      // land (bounded) and leave the line after it; the caller then sees no line
+      // entry of its own. A frozen store is not waited on past the grace.
+      if (result === PAST_DEADLINE) {
+        await landedWithin(reply, Math.min(waitMs, LATE_ATTEMPT_GRACE_MS))
+        await undo()
+      }
+      const error = result === STOPPED ? aborted(request.name, signal!.reason) : lockTimeout(request.name, Math.round(monotonicNow() - started))
+      throw stoppedError(driver, request, error)
     }
     // Closed while the attempt was out: undo whatever it did in the store.
     if (closing.aborted) return giveUp(driver, request, closing.reason as BatonError)
     if (result.status === 'granted') {
-      if (route.losses === lossesBefore) return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
+      if (route.losses === lossesBefore) {
+        if (!deadOnArrival(sentAt, result.ttlMs)) return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
+        // The answer came later than the lease it grants (a stalled event
+        // loop): the store may have given the name to someone else since.
+        // Never hand out a hold that is over; ask again while time is left.
+        if (monotonicNow() >= deadline) {
+          if (nullIfBusy) { await driver.release(waiterOf(request)).catch(() => {}); return null }
+          return giveUp(driver, request, lockTimeout(request.name, Math.round(monotonicNow() - started), undefined))
+        }
+        // Give the spent hold back (nobody used it) before asking again: the
+        // idempotent re-attempt would only confirm it, with what is left of
+        // it, as fast as the store answers (on memory:// without ever letting
+        // its expiry timer run) until it ran out.
+        await driver.release(waiterOf(request)).catch(() => {})
+      }
       // A `lost` came while the attempt was in flight: the grant it reports may
       // be the hold that was just taken away. Ask again; the attempt is
       // idempotent, so a hold that still exists is simply confirmed.
@@ -108,6 +147,19 @@ export async function obtain(
     }
     if (result.status === 'conflict') throw invalidArgument(result.detail)
     busySentAt = sentAt
+    // A hand-over whose wake-up came in while this attempt was out may be
+    // older than the attempt: after an event-loop stall (GC, SIGSTOP) a
+    // hand-over that has meanwhile expired, and been granted to someone else,
+    // is read from the socket only now, and counting its lease from this
+    // attempt would make a dead hold look alive. Only a wake-up that arrives
+    // after a busy answer surely follows the attempt; for this one, ask again
+    // at once: the attempt is idempotent, so a hand-over that still stands is
+    // confirmed with its remaining lease, and a gone one answers busy.
+    if (route.pending?.some((wake) => wake.type === 'granted') && waitMs > 0) {
+      route.take()
+      attempt.retry = true
+      continue
+    }
     if (waitMs === 0) {
       if (nullIfBusy) return null
       throw lockTimeout(request.name, 0, result.holder)
@@ -149,11 +201,39 @@ export async function obtain(
     if (stopNow) return giveUp(driver, request, stopNow)
     // Counted from before the store granted, never from when the wake-up was
     // processed (an event-loop stall would push the deadline past the store's).
-    if (granted) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: busySentAt, handoff: true }
+    if (granted && !deadOnArrival(busySentAt, granted.ttlMs)) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: busySentAt, handoff: true }
+    // (A hand-over learnt too late to use is confirmed or refused by the next attempt.)
     const left = deadline - monotonicNow()
     if (left <= 0) return giveUp(driver, request, lockTimeout(request.name, Math.round(waitMs - left), result.holder))
     attempt.retry = true
     attempt.queueTtlMs = Math.max(1, Math.min(request.ttlMs, left + 50))
+  }
+}
+
+const PAST_DEADLINE = Symbol('past deadline')
+/** How long an attempt still in flight at the deadline may take to land before the wait gives up on it. */
+const LATE_ATTEMPT_GRACE_MS = 1000
+
+/** Resolves once `work` settled, or after `ms`, whichever is first. */
+async function landedWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([work.then(() => {}, () => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))])
+  clearTimeout(timer)
+}
+
+/** A wait's end: one plain timer (no AbortController); one attempt at a time listens. */
+class Deadline {
+  passed = false
+  onPass: (() => void) | undefined
+  private readonly timer: NodeJS.Timeout
+  constructor(waitMs: number) {
+    this.timer = setTimeout(() => {
+      this.passed = true
+      this.onPass?.()
+    }, waitMs)
+  }
+  clear(): void {
+    clearTimeout(this.timer)
   }
 }
 
@@ -191,6 +271,11 @@ async function giveUp(driver: Driver, request: AttemptRequest, error: BatonError
   throw stoppedError(driver, request, error)
 }
 
+/** A grant whose lease, counted from `startedAt`, is already within its safety margin of the end. */
+function deadOnArrival(startedAt: number, ttlMs: number): boolean {
+  return startedAt + ttlMs - safetyMarginMs(ttlMs) <= monotonicNow()
+}
+
 /** Why waiting must end now (the client closed, the signal aborted), if it must. */
 function stopReason(request: AttemptRequest, signal: AbortSignal | undefined, closing: AbortSignal): BatonError | undefined {
   if (closing.aborted) return closing.reason as BatonError
@@ -207,16 +292,27 @@ function stoppedError(driver: Driver, request: AttemptRequest, error: BatonError
 
 const STOPPED = Symbol('stopped')
 
-/** `work`'s outcome, or STOPPED as soon as `signal` aborts (at once if it already has). */
-function untilStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | typeof STOPPED> {
-  if (!signal) return work
-  if (signal.aborted) return Promise.resolve(STOPPED)
+/**
+ * `work`'s outcome, or STOPPED as soon as `signal` aborts (at once if it
+ * already has), or PAST_DEADLINE once `deadline` passes, whichever is first.
+ */
+function untilStopped<T>(
+  work: Promise<T>, signal: AbortSignal | undefined, deadline: Deadline | undefined,
+): Promise<T | typeof STOPPED | typeof PAST_DEADLINE> {
+  if (!signal && !deadline) return work
+  if (signal?.aborted) return Promise.resolve(STOPPED)
+  if (deadline?.passed) return Promise.resolve(PAST_DEADLINE)
   return new Promise((resolve, reject) => {
     const onAbort = () => resolve(STOPPED)
-    signal.addEventListener('abort', onAbort, { once: true })
+    signal?.addEventListener('abort', onAbort, { once: true })
+    if (deadline) deadline.onPass = () => resolve(PAST_DEADLINE)
+    const settle = () => {
+      signal?.removeEventListener('abort', onAbort)
+      if (deadline) deadline.onPass = undefined
+    }
     work.then(
-      (value) => { signal.removeEventListener('abort', onAbort); resolve(value) },
-      (error: unknown) => { signal.removeEventListener('abort', onAbort); reject(error) },
+      (value) => { settle(); resolve(value) },
+      (error: unknown) => { settle(); reject(error) },
     )
   })
 }

@@ -1,11 +1,17 @@
 import type { Wake } from './driver.js'
 
+/** The wake-up of a hold released through another client than its owner's (Driver.release). */
+export const RELEASED_ELSEWHERE: Wake = {
+  type: 'lost', reason: 'released through another client (with its owner and token)', cause: 'released',
+}
+
 /**
  * Wake-ups that a store sends as text on one channel per client, routed to
  * the owner they are for. Messages: "g|<owner>|<token>|<ttl ms>" (the lock
- * was handed over), "l|<owner>|<reason>" (the hold is lost),
- * "r|<owner>[|<owner>…]" (something changed: try again). Owners never
- * contain '|'.
+ * was handed over), "l|<owner>|<reason>" (the hold is lost: released by
+ * force), "d|<owner>" (the hold was released through another client, see
+ * Driver.release), "r|<owner>[|<owner>…]" (something changed: try again).
+ * Owners never contain '|'.
  */
 export class WakeRoutes {
   private readonly routes = new Map<string, (wake: Wake) => void>()
@@ -27,7 +33,8 @@ export class WakeRoutes {
     const route = owner === undefined ? undefined : this.routes.get(owner)
     if (!route) return
     if (type === 'g') route({ type: 'granted', token: BigInt(rest[0]!), ttlMs: Number(rest[1]) })
-    else if (type === 'l') route({ type: 'lost', reason: rest.join('|') })
+    else if (type === 'l') route({ type: 'lost', reason: rest.join('|'), cause: 'forced' })
+    else if (type === 'd') route(RELEASED_ELSEWHERE)
   }
 
   /** Tells every owner to try again (wake-ups may have been lost, e.g. while a connection was down). */

@@ -14,7 +14,7 @@ export interface AcquireOptions {
   autoExtend?: boolean
 }
 
-const ACQUIRE_KEYS = ['wait', 'signal', 'autoExtend'] as const
+const ACQUIRE_KEYS: readonly string[] = ['wait', 'signal', 'autoExtend']
 
 /**
  * One way of taking a name (a mutex, one side of a read-write lock, a
@@ -32,10 +32,20 @@ export class LockHandle {
     return this.spec.name
   }
 
+  /** The options acquire() knows; a semaphore adds `weight`. */
+  protected get acquireKeys(): readonly string[] {
+    return ACQUIRE_KEYS
+  }
+
+  /** The spec one acquire asks for (a semaphore sets its weight from the options). */
+  protected specFor(_options: object): LockSpec {
+    return this.spec
+  }
+
   /** Waits for the lock (by default until granted) and returns its Lease. */
   async acquire(options?: AcquireOptions): Promise<Lease> {
-    const opts = checkOptions<AcquireOptions>(options, 'acquire()', ACQUIRE_KEYS)
-    const lease = await this.keeper.take(this.spec, {
+    const opts = checkOptions<AcquireOptions>(options, 'acquire()', this.acquireKeys)
+    const lease = await this.keeper.take(this.specFor(opts), {
       ttlMs: this.ttlMs,
       waitMs: parseWait(opts.wait, Infinity),
       autoExtend: optionalBoolean(opts.autoExtend, 'autoExtend', false),
@@ -48,8 +58,8 @@ export class LockHandle {
 
   /** One attempt, never waits: a Lease, or null when someone else holds the lock. */
   async tryAcquire(options?: Pick<AcquireOptions, 'autoExtend'>): Promise<Lease | null> {
-    const opts = checkOptions<AcquireOptions>(options, 'tryAcquire()', ['autoExtend'])
-    return this.keeper.take(this.spec, {
+    const opts = checkOptions<AcquireOptions>(options, 'tryAcquire()', this.acquireKeys.filter((k) => k !== 'wait' && k !== 'signal'))
+    return this.keeper.take(this.specFor(opts), {
       ttlMs: this.ttlMs,
       waitMs: 0,
       autoExtend: optionalBoolean(opts.autoExtend, 'autoExtend', false),
@@ -65,7 +75,7 @@ export class LockHandle {
    * re-enter it. Watch `lease.signal`: it aborts if the hold is lost.
    */
   async using<R>(fn: (lease: Lease) => Promise<R> | R, options?: UsingOptions): Promise<R> {
-    const opts = checkOptions<UsingOptions>(options, 'using()', ['wait', 'signal'])
+    const opts = checkOptions<UsingOptions>(options, 'using()', this.acquireKeys.filter((k) => k !== 'autoExtend'))
     return using(() => this.acquire({ ...opts, autoExtend: true }), fn)
   }
 }

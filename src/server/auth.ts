@@ -13,6 +13,42 @@ interface Grant {
   /** undefined: every name */
   readonly prefixes: readonly string[] | undefined
   readonly rights: ReadonlySet<Right>
+  /** Shown in events as who forced a release; never the token. */
+  readonly name: string | undefined
+  /** Which entry of the file (for per-token quotas), stable across reloads as long as the token is. */
+  readonly tenant: string
+}
+
+/**
+ * What a token prefix covers: whole path segments. A prefix ending in "/"
+ * covers the names that start with it; any other prefix covers the name
+ * itself and the names under it and "/": "team1" covers "team1" and
+ * "team1/x", never "team10/x".
+ */
+export function prefixCovers(prefix: string, name: string): boolean {
+  if (prefix.endsWith('/')) return name.startsWith(prefix)
+  return name.startsWith(prefix) && (name.length === prefix.length || name[prefix.length] === '/')
+}
+
+/**
+ * Where the names a token may see lie, as store queries under a requested
+ * list prefix: exact names, and prefixes whose names are all covered.
+ */
+export interface Scopes {
+  readonly names: readonly string[]
+  readonly prefixes: readonly string[]
+}
+
+function scopesOf(tokenPrefixes: readonly string[], requested: string): Scopes {
+  const names = new Set<string>()
+  const prefixes = new Set<string>()
+  for (const p of tokenPrefixes) {
+    const subtree = p.endsWith('/') ? p : `${p}/`
+    if (!p.endsWith('/') && p.startsWith(requested)) names.add(p)
+    if (requested.startsWith(subtree)) prefixes.add(requested)
+    else if (subtree.startsWith(requested)) prefixes.add(subtree)
+  }
+  return { names: [...names], prefixes: [...prefixes] }
 }
 
 /** What a request may do, after its bearer token was checked. */
@@ -20,11 +56,17 @@ export interface Access {
   allows(right: Right, name: string): boolean
   /** Whether some name under `prefix` could be allowed (for list and events). */
   coversPrefix(name: string): boolean
+  /** Where to look for the names under `prefix` this token may see; undefined: all of them. */
+  scopes(prefix: string): Scopes | undefined
   /** Not limited to prefixes (metrics are about every name). */
   readonly everyName: boolean
+  /** The token's name from the tokens file, when it has one. */
+  readonly name?: string
+  /** Who counts against per-token quotas: the token's entry ('open' on an open server). */
+  readonly tenant: string
 }
 
-export const OPEN: Access = { allows: () => true, coversPrefix: () => true, everyName: true }
+export const OPEN: Access = { allows: () => true, coversPrefix: () => true, scopes: () => undefined, everyName: true, tenant: 'open' }
 
 /**
  * Bearer tokens from `--tokens FILE`: a JSON array of
@@ -34,17 +76,21 @@ export const OPEN: Access = { allows: () => true, coversPrefix: () => true, ever
  * error or log line.
  */
 export class TokenAuth {
-  private constructor(private readonly grants: readonly Grant[]) {}
+  private constructor(private grants: readonly Grant[], private readonly file: string) {}
 
   static load(file: string): TokenAuth {
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(readFileSync(file, 'utf8'))
-    } catch (cause) {
-      throw invalidArgument(`the tokens file ${file} is not readable JSON (${(cause as Error).message.split('\n')[0]})`)
-    }
-    if (!Array.isArray(parsed) || parsed.length === 0) throw invalidArgument(`the tokens file ${file} must be a non-empty JSON array of { "token", "prefixes", "rights" }`)
-    return new TokenAuth(parsed.map((entry, i) => parseEntry(entry, `${file} entry ${i}`)))
+    return new TokenAuth(readGrants(file), file)
+  }
+
+  /**
+   * Reads the tokens file again (SIGHUP): revoked tokens stop working at
+   * once, without a restart. A file that does not parse throws and leaves the
+   * tokens in force as they were.
+   */
+  reload(): number {
+    const grants = readGrants(this.file)
+    this.grants = grants
+    return grants.length
   }
 
   /** The access of an Authorization header; 401 when missing or unknown. */
@@ -57,19 +103,39 @@ export class TokenAuth {
     for (const grant of this.grants) if (timingSafeEqual(grant.hash, presented) && !found) found = grant
     if (!found) throw new HttpError('UNAUTHORIZED', 'the bearer token is not valid on this server')
     const grant = found
-    const inScope = (name: string) => !grant.prefixes || grant.prefixes.some((p) => name.startsWith(p))
+    const prefixes = grant.prefixes
+    const inScope = (name: string) => !prefixes || prefixes.some((p) => prefixCovers(p, name))
     return {
       allows: (right, name) => grant.rights.has(right) && inScope(name),
-      coversPrefix: (prefix) => !grant.prefixes || grant.prefixes.some((p) => p.startsWith(prefix) || prefix.startsWith(p)),
-      everyName: !grant.prefixes,
+      coversPrefix: (prefix) => {
+        if (!prefixes) return true
+        const scopes = scopesOf(prefixes, prefix)
+        return scopes.names.length > 0 || scopes.prefixes.length > 0
+      },
+      scopes: (prefix) => (prefixes ? scopesOf(prefixes, prefix) : undefined),
+      everyName: !prefixes,
+      tenant: grant.tenant,
+      ...(grant.name !== undefined ? { name: grant.name } : {}),
     }
   }
 }
 
+function readGrants(file: string): Grant[] {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (cause) {
+    throw invalidArgument(`the tokens file ${file} is not readable JSON (${(cause as Error).message.split('\n')[0]})`)
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0) throw invalidArgument(`the tokens file ${file} must be a non-empty JSON array of { "token", "prefixes", "rights" }`)
+  return parsed.map((entry, i) => parseEntry(entry, `${file}, entry ${i + 1} of ${parsed.length}`))
+}
+
 function parseEntry(entry: unknown, where: string): Grant {
   if (!entry || typeof entry !== 'object' || Array.isArray(entry)) throw invalidArgument(`${where} must be an object`)
-  const { token, prefixes, rights, ...rest } = entry as Record<string, unknown>
-  if (Object.keys(rest).length > 0) throw invalidArgument(`${where} has unknown fields ${Object.keys(rest).join(', ')}; known: token, prefixes, rights`)
+  const { token, prefixes, rights, name, ...rest } = entry as Record<string, unknown>
+  if (Object.keys(rest).length > 0) throw invalidArgument(`${where} has unknown fields ${Object.keys(rest).join(', ')}; known: token, name, prefixes, rights`)
+  if (name !== undefined && (typeof name !== 'string' || name.length === 0 || name.length > 64)) throw invalidArgument(`${where}: "name" must be a string of 1 to 64 characters`)
   if (typeof token !== 'string' || token.length < 16 || /\s/.test(token)) throw invalidArgument(`${where}: "token" must be a string of at least 16 characters without spaces`)
   if (prefixes !== undefined && (!Array.isArray(prefixes) || prefixes.length === 0)) throw invalidArgument(`${where}: "prefixes" must be a non-empty array (omit it for every name)`)
   const granted = (rights ?? ['lock']) as unknown
@@ -78,10 +144,13 @@ function parseEntry(entry: unknown, where: string): Grant {
   }
   const set = new Set<Right>()
   for (const right of granted as Right[]) for (const implied of RIGHTS.slice(0, RIGHTS.indexOf(right) + 1)) set.add(implied)
+  const hash = sha256(token)
   return {
-    hash: sha256(token),
+    hash,
+    tenant: hash.subarray(0, 8).toString('hex'),
     prefixes: prefixes === undefined ? undefined : (prefixes as unknown[]).map((p) => validatePrefix(p)),
     rights: set,
+    name: name as string | undefined,
   }
 }
 

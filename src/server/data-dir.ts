@@ -7,6 +7,8 @@ import { invalidArgument } from '../core/errors.js'
 const TOKEN_BLOCK = 100_000n
 /** How far ahead the "every lease ends by" mark is pushed, so it is rewritten at most this often under load. */
 const END_SLACK_MS = 10_000
+/** How often the mark is brought down to the leases that can still be live. */
+const LOWER_EVERY_MS = 1000
 
 interface State {
   /** Every token granted so far is at most this. */
@@ -35,6 +37,8 @@ export class DataDir {
   private reserved: bigint
   /** Monotonic instant before which grants are refused (0: none). */
   readonly grantsFrom: number
+  private lowering: NodeJS.Timeout | undefined
+  private latestEnd: (() => number) | undefined
 
   constructor(dir: string) {
     try {
@@ -71,6 +75,46 @@ export class DataDir {
     if (endsAt <= this.state.leasesEndBy && leaseMs <= this.state.longestLeaseMs) return
     this.state.leasesEndBy = Math.max(this.state.leasesEndBy, endsAt + Math.min(END_SLACK_MS, leaseMs))
     this.state.longestLeaseMs = Math.max(this.state.longestLeaseMs, leaseMs)
+    this.write()
+  }
+
+  /**
+   * Follows the leases that can still be live: `latestEnd` answers the epoch
+   * ms by which every lease the store holds now (and every lock delay after
+   * an expiry) has ended, 0 when none. The mark only ever needs to cover
+   * those, so a released lease (or one that ran out) stops counting within a
+   * second, and a restart waits for what can still be held, not for the
+   * longest lease ever written.
+   */
+  follow(latestEnd: () => number): void {
+    this.latestEnd = latestEnd
+    this.lowering = setInterval(() => this.lower(), LOWER_EVERY_MS)
+    this.lowering.unref()
+  }
+
+  /** Writes the mark of the leases live at shutdown (they run to their ttl) and stops following. */
+  close(): void {
+    clearInterval(this.lowering)
+    this.lowering = undefined
+    this.lower()
+  }
+
+  private lower(): void {
+    if (!this.latestEnd) return
+    const now = Date.now()
+    const end = this.latestEnd()
+    if (end <= now) {
+      // Nothing can be held: down to nothing, so a restart waits for nothing.
+      if (this.state.leasesEndBy <= now) return
+      this.state.leasesEndBy = 0
+      this.state.longestLeaseMs = 0
+    } else {
+      const endBy = end + END_SLACK_MS
+      // Lowered by more than the slack only: a busy store does not rewrite the file every second.
+      if (this.state.leasesEndBy <= endBy + END_SLACK_MS) return
+      this.state.leasesEndBy = endBy
+      this.state.longestLeaseMs = Math.min(this.state.longestLeaseMs, endBy - now)
+    }
     this.write()
   }
 

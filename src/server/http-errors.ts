@@ -3,10 +3,10 @@ import { BatonError, isBatonError, type ErrorCode } from '../core/errors.js'
 import { ownerDigest } from './lease-id.js'
 
 /**
- * Error codes of the HTTP API: the BatonError codes, plus three that only
- * HTTP has (no such route, lock or wait; too many waiting requests).
+ * Error codes of the HTTP API: the BatonError codes, plus those only HTTP
+ * has (no such route, lock or wait; too many waiting requests; a token's quota).
  */
-export type HttpErrorCode = ErrorCode | 'NOT_FOUND' | 'TOO_MANY_WAITERS'
+export type HttpErrorCode = ErrorCode | 'NOT_FOUND' | 'TOO_MANY_WAITERS' | 'QUOTA_EXCEEDED'
 
 /**
  * Status per code. LOCK_TIMEOUT is 409 Conflict ("someone else holds it"),
@@ -24,8 +24,10 @@ const STATUS: Record<HttpErrorCode, number> = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   CLOSED: 503,
+  STALE_TOKEN: 409,
   NOT_FOUND: 404,
   TOO_MANY_WAITERS: 429,
+  QUOTA_EXCEEDED: 429,
 }
 
 /** An error the API answers with: status, code, message, and optionally a Retry-After in seconds. */
@@ -42,6 +44,7 @@ export class HttpError extends Error {
 
 export const errorSchema = {
   $id: 'Error',
+  description: 'Every error answer: a code from a fixed list (match on it) and a message',
   type: 'object',
   required: ['error'],
   additionalProperties: false,
@@ -50,7 +53,10 @@ export const errorSchema = {
       type: 'object',
       required: ['code', 'message'],
       additionalProperties: false,
-      properties: { code: { type: 'string' }, message: { type: 'string' } },
+      properties: {
+        code: { type: 'string', enum: Object.keys(STATUS) as HttpErrorCode[] },
+        message: { type: 'string', description: 'what happened, for people; match on code' },
+      },
     },
   },
 } as const

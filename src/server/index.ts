@@ -2,16 +2,37 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
 import type { Baton } from '../baton.js'
 import type { TokenAuth } from './auth.js'
-import type { ServerContext } from './context.js'
+import { tenantOf, type ServerContext } from './context.js'
 import type { DataDir } from './data-dir.js'
-import { EventHub } from './events.js'
+import { DEFAULT_EVENT_RING, EventHub } from './events.js'
 import { errorSchema, HttpError, sendError, toHttpError } from './http-errors.js'
-import { DEFAULT_WAIT_CAPS, WaitLimits, type WaitCaps } from './limits.js'
+import { checkCaps, DEFAULT_LEASE_CAPS, DEFAULT_TENANT_QUOTAS, DEFAULT_WAIT_CAPS, Quotas, WaitLimits, type LeaseCaps, type TenantQuotas, type WaitCaps } from './limits.js'
+import { parseWait } from '../core/options.js'
+import { monotonicNow } from '../core/clock.js'
 import { Metrics } from './metrics.js'
 import { opsRoutes } from './ops.js'
 import { lockRoutes } from './routes.js'
-import { lockView } from './schemas.js'
+import { multiRoutes } from './multi-routes.js'
+import { openapiOptions } from './openapi.js'
+import { coerceIntegerQuery, componentSchemas, integerQueryFields } from './schemas.js'
+import { requestGuard, type OriginRules, type RequestGuard } from './origin.js'
 import { LeaseDesk } from './leases.js'
+import { RequestWindow } from './request-window.js'
+import { sessionRoutes } from './session-routes.js'
+import { SessionTable } from './sessions.js'
+import { slashNames } from './slash-names.js'
+import { DEFAULT_POLL_MAX_MS } from './waits.js'
+
+/** The `wait` of an acquire body, 0 when absent or not valid (the route then says why). */
+function waitOf(body: unknown): number {
+  const wait = (body as { wait?: unknown } | undefined)?.wait
+  if (wait === undefined) return 0
+  try {
+    return parseWait(wait as number | string, 0)
+  } catch {
+    return 0
+  }
+}
 
 /** A route option's hooks as an array (fastify takes one function or several). */
 function hooks<T>(value: T | T[] | undefined): T[] {
@@ -24,12 +45,41 @@ export interface LockServerOptions {
   auth?: TokenAuth
   dataDir?: DataDir
   waitCaps?: WaitCaps
+  /** Caps on ttl and lock delay (default DEFAULT_LEASE_CAPS); above them, 400. */
+  caps?: LeaseCaps
+  /**
+   * The in-process store without --data-dir: grants wait this long after
+   * start, since a lease granted by the previous run may still be held by
+   * its client. 0 (default) when nothing can be held (a shared store keeps
+   * its own state; --data-dir knows; or the operator says so).
+   */
+  restartWaitMs?: number
+  /** The store is this server's own (the embedded memory store): no other client can end its leases. */
+  privateStore?: boolean
+  /** Per-token quotas (default DEFAULT_TENANT_QUOTAS). */
+  quotas?: TenantQuotas
+  /** Bytes an event stream may fall behind before it is ended (default 1 MiB). */
+  eventBufferBytes?: number
+  /** Events kept for Last-Event-ID resume (default DEFAULT_EVENT_RING). */
+  eventRing?: number
+  /** Host and Origin checks (see origin.ts); set up when the server listens. */
+  origins?: OriginRules
+  /** Time to receive a request's headers (default 10 s) and whole request (default 30 s); answers may take longer (long-polls, streams). */
+  headersTimeoutMs?: number
+  requestTimeoutMs?: number
+  /** Connections at once (default 8192); beyond, new connections are closed at once. */
+  maxConnections?: number
+  /** How often Node checks the two timeouts above (default 1 s). */
+  timeoutCheckMs?: number
   /** Largest request body in bytes (default 64 KiB: a batch extend of ~150 lease ids per KiB). */
   bodyLimit?: number
+  /** Longest plain JSON long-poll, answered 202 "still waiting" after it (default 50 s); NDJSON heartbeats every third of it. */
+  pollMaxMs?: number
 }
 
 export interface LockServer {
   readonly app: FastifyInstance
+  /** The URL of the address bound (http://0.0.0.0:7420 for all interfaces). */
   listen(host: string, port: number): Promise<string>
   /** Graceful: stop accepting, answer waiting acquires 503, end event streams; held leases run to their ttl. */
   close(): Promise<void>
@@ -43,13 +93,30 @@ export interface LockServer {
 export async function createLockServer(options: LockServerOptions): Promise<LockServer> {
   const { baton } = options
   baton.keeper.secretOwners = true
-  const hub = new EventHub(baton.store)
-  const desk = new LeaseDesk(baton.driver, hub, baton.keeper.clientId)
+  const hub = new EventHub(baton.store, options.eventRing ?? DEFAULT_EVENT_RING)
+  const desk = new LeaseDesk(baton.driver, hub, baton.keeper.clientId, !options.privateStore)
   const limits = new WaitLimits(options.waitCaps ?? DEFAULT_WAIT_CAPS)
-  const metrics = new Metrics(hub, { held: () => desk.size, waiting: () => limits.waiting, store: baton.store })
+  const quotas = new Quotas(options.quotas ?? DEFAULT_TENANT_QUOTAS)
+  hub.ends((owner) => quotas.ended(owner))
+  const streams = new Set<{ end(): void; buffered?(): number }>()
+  const metrics = new Metrics(hub, {
+    held: () => desk.size, waiting: () => limits.waiting, store: baton.store,
+    streams: () => streams.size,
+    streamBytes: () => {
+      let bytes = 0
+      for (const stream of streams) bytes += stream.buffered?.() ?? 0
+      return bytes
+    },
+  })
+  const caps = options.caps ?? DEFAULT_LEASE_CAPS
+  const restartWaitMs = options.restartWaitMs ?? 0
   const ctx: ServerContext = {
-    baton, hub, desk, metrics, limits, dataDir: options.dataDir,
-    waits: new Map(), requests: new Set(), waiting: new Set(), streams: new Set(), shuttingDown: false,
+    baton, hub, desk, metrics, limits, dataDir: options.dataDir, caps, quotas,
+    eventBufferBytes: options.eventBufferBytes ?? 1024 * 1024,
+    grantsFrom: restartWaitMs > 0 ? monotonicNow() + restartWaitMs : 0,
+    waits: new Map(), requests: new Set(), waiting: new Set(), streams, shuttingDown: false,
+    sessions: new SessionTable(desk, (ms) => options.dataDir?.noteLease(ms)), outcomes: new RequestWindow(),
+    pollMaxMs: options.pollMaxMs ?? DEFAULT_POLL_MAX_MS,
   }
 
   const app = Fastify({
@@ -60,19 +127,20 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
     // Router-level refusals (bad URL encoding, too long) answer in the API's error format too.
     frameworkErrors: (error, _request, reply) => sendError(reply, error),
     return503OnClosing: true,
+    // Slow clients can not hold connections by sending their request slowly; the
+    // answer itself has no deadline (a long-poll or an event stream may last).
+    requestTimeout: options.requestTimeoutMs ?? 30_000,
+    http: { headersTimeout: options.headersTimeoutMs ?? 10_000, connectionsCheckingInterval: options.timeoutCheckMs ?? 1000 },
+    rewriteUrl: slashNames,
     forceCloseConnections: 'idle',
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
   })
   app.addSchema(errorSchema)
-  app.addSchema(lockView)
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: { title: 'baton lock server', version: '0.1.0', description: 'Distributed locks over HTTP: mutex, fair mutex, read-write lock, semaphore.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-      security: options.auth ? [{ bearer: [] }] : [],
-    },
-  })
+  for (const schema of componentSchemas) app.addSchema(schema)
+  await app.register(swagger, openapiOptions())
+  app.server.maxConnections = options.maxConnections ?? 8192
+  // Set when listening (the rules depend on the address bound); open probes are not checked.
+  let guard: RequestGuard | undefined
   // null: open (no --tokens); accessOf() then answers OPEN.
   app.decorateRequest('access', null as never)
 
@@ -81,6 +149,16 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
   // Callback style: an async hook costs a promise per request on the hot path.
   app.addHook('onRoute', (route) => {
     const open = (route.config as { open?: boolean } | undefined)?.open === true
+    if (route.url !== '/healthz' && route.url !== '/readyz') {
+      route.onRequest = [...hooks(route.onRequest), (request, _reply, done) => {
+        try {
+          guard?.(request.headers.host, request.headers.origin)
+        } catch (error) {
+          return done(error as Error)
+        }
+        done()
+      }]
+    }
     const auth = options.auth
     if (auth && !open) {
       route.onRequest = [...hooks(route.onRequest), (request, _reply, done) => {
@@ -99,12 +177,50 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
         if (request.body === undefined) request.body = {}
         done()
       }, ...hooks(route.preValidation)]
+      // Every route that takes a ttl or lock delay is held to the caps (after the schema checked the body).
+      route.preHandler = [(request, _reply, done) => {
+        try {
+          checkCaps(caps, request.body)
+        } catch (error) {
+          return done(error as Error)
+        }
+        done()
+      }, ...hooks(route.preHandler)]
     }
+    const integers = integerQueryFields(route.schema)
+    if (integers.length > 0) route.preValidation = [coerceIntegerQuery(integers), ...hooks(route.preValidation)]
     const record = metrics.route(route.url)
-    route.onResponse = [...hooks(route.onResponse), (request, reply, done) => {
-      record(request.method, reply.statusCode, reply.elapsedTime / 1000)
-      done()
-    }]
+    const acquire = methods.includes('POST') && (route.url.endsWith('/acquire') || route.url.endsWith('/campaign'))
+    if (acquire || route.url === '/v1/events' || (route.config as { streams?: boolean } | undefined)?.streams === true) {
+      // Streamed answers (hijacked) and long-polls the client left never reach onResponse:
+      // counted when the connection's answer closes, 499 when the client left before any answer.
+      route.onRequest = [(request, reply, done) => {
+        const started = performance.now()
+        reply.raw.once('close', () => {
+          const res = reply.raw
+          record(request.method, res.headersSent ? res.statusCode : 499, (performance.now() - started) / 1000)
+        })
+        done()
+      }, ...hooks(route.onRequest)]
+    } else {
+      route.onResponse = [...hooks(route.onResponse), (request, reply, done) => {
+        record(request.method, reply.statusCode, reply.elapsedTime / 1000)
+        done()
+      }]
+    }
+    if (acquire) {
+      // Per-token quotas: waiting acquires while they wait, holds until they end (counted by the route's grant).
+      route.preHandler = [...hooks(route.preHandler), (request, reply, done) => {
+        try {
+          const tenant = tenantOf(request)
+          quotas.check(tenant, 'holds')
+          if (waitOf(request.body) > 0) reply.raw.once('close', quotas.enter(tenant, 'waiters'))
+        } catch (error) {
+          return done(error as Error)
+        }
+        done()
+      }]
+    }
   })
   app.setErrorHandler((error, _request, reply) => {
     const http = toHttpError(error)
@@ -117,7 +233,13 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
     return sendError(reply, new HttpError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`))
   })
 
+  // The embedded store with --data-dir: the restart mark follows the leases that can still be live.
+  const driver = baton.driver as { latestEnd?: () => number }
+  if (options.dataDir && typeof driver.latestEnd === 'function') options.dataDir.follow(() => driver.latestEnd!())
+
   lockRoutes(app, ctx)
+  multiRoutes(app, ctx)
+  sessionRoutes(app, ctx)
   opsRoutes(app, ctx)
   app.get('/openapi.json', { schema: { hide: true }, config: { open: true } }, async () => app.swagger())
   await app.ready()
@@ -125,7 +247,12 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
   return {
     app,
     async listen(host, port) {
-      return app.listen({ host, port })
+      guard = requestGuard(host, options.origins)
+      const first = await app.listen({ host, port })
+      // Fastify answers its first address (127.0.0.1 for 0.0.0.0): say what was bound instead.
+      const bound = app.server.address()
+      if (!bound || typeof bound === 'string') return first
+      return `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`
     },
     async close() {
       ctx.shuttingDown = true
@@ -134,6 +261,8 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
       await app.close()
       metrics.close()
       desk.close()
+      ctx.sessions.close()
+      options.dataDir?.close()
       hub.close()
       await baton.close()
     },

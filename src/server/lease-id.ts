@@ -33,9 +33,14 @@ export const MAX_LEASE_ID_LENGTH = 1024
  * A compact binary layout, base64url: parsing JSON and checking ten fields
  * of an array by regex cost a visible share of each request.
  *
- *   u8 version (2) · u8 kind | mode << 2 | fair << 4 · varint permits ·
+ *   u8 version (2) · u8 kind | mode << 2 | fair << 4 | weighted << 5 ·
+ *   varint permits · [varint weight, when weighted] ·
  *   varint lockDelayMs · varint ttlMs · u8 n + n ASCII digits of the token ·
  *   u8 n + n ASCII bytes of the owner · the name in UTF-8 (the rest)
+ *
+ * A permit of weight 1 leaves the weighted bit clear, so its id is the one
+ * earlier servers issue and read; a weighted permit's id (weighted permits)
+ * is read only by servers that know the bit, older ones refuse it as malformed.
  */
 const VERSION = 2
 const scratch = Buffer.allocUnsafe(2 * MAX_LEASE_ID_LENGTH)
@@ -43,8 +48,10 @@ const scratch = Buffer.allocUnsafe(2 * MAX_LEASE_ID_LENGTH)
 export function encodeLeaseId(ref: HoldRef, ttlMs: number): string {
   const buf = scratch
   buf[0] = VERSION
-  buf[1] = KINDS.indexOf(ref.kind) | (MODES.indexOf(ref.mode) << 2) | (ref.fair ? 16 : 0)
+  const weight = ref.weight ?? 1
+  buf[1] = KINDS.indexOf(ref.kind) | (MODES.indexOf(ref.mode) << 2) | (ref.fair ? 16 : 0) | (weight > 1 ? 32 : 0)
   let at = writeVarint(buf, 2, ref.permits)
+  if (weight > 1) at = writeVarint(buf, at, weight)
   at = writeVarint(buf, at, ref.lockDelayMs)
   at = writeVarint(buf, at, ttlMs)
   const token = ref.token.toString()
@@ -64,9 +71,11 @@ export function decodeLeaseId(id: string): LeaseRef | null {
   const flags = buf[1]!
   const kind = KINDS[flags & 3]
   const mode = MODES[(flags >> 2) & 3]
-  if (!kind || !mode || !MODES_OF[kind].includes(mode) || flags >> 5 !== 0) return null
+  if (!kind || !mode || !MODES_OF[kind].includes(mode) || flags >> 6 !== 0) return null
   const cursor = { at: 2 }
   const permits = readVarint(buf, cursor)
+  const weight = (flags & 32) !== 0 ? readVarint(buf, cursor) : 1
+  if (weight !== 1 && (kind !== 'semaphore' || !isWhole(weight, 2, permits))) return null
   const lockDelayMs = readVarint(buf, cursor)
   const ttlMs = readVarint(buf, cursor)
   if (!isWhole(permits, 1, 1_000_000) || (kind !== 'semaphore' && permits !== 1)) return null
@@ -80,7 +89,8 @@ export function decodeLeaseId(id: string): LeaseRef | null {
   } catch {
     return null
   }
-  return { name, kind, mode, permits, fair: (flags & 16) !== 0, lockDelayMs, owner, token: BigInt(token), ttlMs }
+  const ref = { name, kind, mode, permits, fair: (flags & 16) !== 0, lockDelayMs, owner, token: BigInt(token), ttlMs }
+  return weight > 1 ? { ...ref, weight } : ref
 }
 
 /** Unsigned LEB128 of a whole number below 2^53. */
@@ -136,8 +146,12 @@ export function ownerDigest(owner: string): string {
  * the store answers it the hold the first attempt got; the request id is a
  * secret of the client, so the owner stays unguessable.
  */
-export function idempotentOwner(clientId: string, requestId: string, name: string): string {
-  const text = `${requestId}\u0000${name}`
+export function idempotentOwner(clientId: string, requestId: string, name: string, weight = 1): string {
+  // A weighted permit's weight is part of the request: a retry asking another
+  // weight is another owner. As one owner the store would find the first hold
+  // and the answer would claim the new weight for it (more than `permits` in
+  // use). Weight 1 keeps the owner earlier servers derive.
+  const text = weight > 1 ? `${requestId}\u0000${name}\u0000${weight}` : `${requestId}\u0000${name}`
   const digest = oneShot ? oneShot('sha256', text, 'base64url') : createHash('sha256').update(text).digest('base64url')
   return `${clientId}.${digest.slice(0, 22)}`
 }

@@ -20,7 +20,9 @@ export class Metrics {
   private readonly timeoutSeries = new Map<string, CounterSeries>()
   private readonly store: string
 
-  constructor(hub: EventHub, gauges: { held: () => number; waiting: () => number; store: string }) {
+  private readonly dropped: CounterSeries
+
+  constructor(hub: EventHub, gauges: { held: () => number; waiting: () => number; store: string; streams: () => number; streamBytes: () => number }) {
     const store = (this.store = gauges.store)
     const registry = this.registry
     const registers = [registry]
@@ -48,6 +50,17 @@ export class Metrics {
       name: 'baton_waiting_requests', help: 'acquire requests waiting for their lock on this server',
       labelNames: ['store'], registers, collect() { this.set({ store }, gauges.waiting()) },
     })
+    new Gauge({
+      name: 'baton_event_streams', help: 'open event streams (GET /v1/events)',
+      labelNames: ['store'], registers, collect() { this.set({ store }, gauges.streams()) },
+    })
+    new Gauge({
+      name: 'baton_event_stream_buffered_bytes', help: 'bytes written to event streams and not yet taken by their readers, all streams together',
+      labelNames: ['store'], registers, collect() { this.set({ store }, gauges.streamBytes()) },
+    })
+    this.dropped = new FastCounter(
+      'baton_event_streams_dropped_total', 'event streams ended because their reader fell behind', ['store'], registry,
+    ).labels(store)
     this.httpSeconds = new FastHistogram(
       'baton_http_request_duration_seconds', 'HTTP requests by route and status', ['method', 'route', 'status'],
       [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5, 30], registry,
@@ -55,6 +68,8 @@ export class Metrics {
     const counted = new Map<string, CounterSeries>()
     const waited = new Map<string, HistogramSeries>()
     this.unsubscribe = hub.count((type, kind, waitedMs) => {
+      // A forced release is counted as the holders' loss ('lost') already.
+      if (type === 'forced') return
       // Keyed by type and kind: two short strings, a handful of series.
       const key = type + kind
       let series = counted.get(key)
@@ -95,6 +110,11 @@ export class Metrics {
       if (!one) byStatus.set(status, (one = this.httpSeconds.labels(method, route, String(status))))
       one.observe(seconds)
     }
+  }
+
+  /** An event stream ended because its reader fell behind. */
+  streamDropped(): void {
+    this.dropped.inc()
   }
 
   close(): void {

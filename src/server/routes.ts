@@ -1,18 +1,22 @@
+import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { HoldRef, LockSpec } from '../core/driver.js'
+import { MAX_DESCRIPTION_BYTES, type HoldRef, type LockSpec } from '../core/driver.js'
 import { monotonicNow } from '../core/clock.js'
 import type { DetachedGrant } from '../core/keeper.js'
 import type { LockView } from '../baton.js'
 import { parseDuration } from '../core/duration.js'
 import { isBatonError } from '../core/errors.js'
 import { validateName, validatePrefix } from '../core/names.js'
-import { parseWait } from '../core/options.js'
+import { parseWait, parseWeight } from '../core/options.js'
+import { compareNames } from '../core/list.js'
 import { demand } from './auth.js'
-import { accessOf, refuseGrantsIfNotReady, shuttingDown, type ServerContext } from './context.js'
+import { accessOf, refuseGrantsIfNotReady, tenantOf, shuttingDown, type ServerContext } from './context.js'
 import { kindOf } from './events.js'
 import { HttpError, toHttpError } from './http-errors.js'
 import { decodeLeaseId, encodeLeaseId, idempotentOwner, ownerDigest, type LeaseRef } from './lease-id.js'
-import { schemas } from './schemas.js'
+import { schemas, sessionSchemas } from './schemas.js'
+import { LongPoll, STILL_WAITING } from './waits.js'
+import { checkedValue, electionRoutes } from './election-routes.js'
 
 type Duration = number | string
 interface AcquireBody {
@@ -20,20 +24,25 @@ interface AcquireBody {
   wait?: Duration
   mode?: 'exclusive' | 'read' | 'write' | 'permit'
   permits?: number
+  weight?: number
   fair?: boolean
   lockDelay?: Duration
   waitId?: string
   requestId?: string
+  session?: string
+  description?: string
+  /** Leader election: the candidate's announced value, kept beside the hold (src/server/election-routes.ts). */
+  value?: string
 }
 type NameParams = { Params: { name: string } }
 type LeaseParams = { Params: { leaseId: string } }
 
-/** The lock and lease routes of DESIGN.md; each is a thin call into the library. */
+/** The lock and lease routes of docs/http-api.md; each is a thin call into the library. */
 export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const { baton } = ctx
   const keeper = baton.keeper
 
-  app.post<NameParams & { Body: AcquireBody }>('/v1/locks/:name/acquire', { schema: schemas.acquire }, async (request, reply) => {
+  const acquire = async (request: FastifyRequest<NameParams & { Body: AcquireBody }>, reply: FastifyReply) => {
     const name = validateName(request.params.name)
     demand(accessOf(request), 'lock', name)
     refuseGrantsIfNotReady(ctx)
@@ -41,32 +50,75 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const spec = specOf(name, body)
     const ttlMs = body.ttl === undefined ? DEFAULT_TTL_MS : baton.ttl(body.ttl)
     const waitMs = body.wait === undefined ? 0 : parseWait(body.wait, 0)
-    // The http:// driver asks for NDJSON: a first line once it is in line, then the answer.
-    const stream = waitMs > 0 && request.headers.accept === NDJSON ? new AnswerStream(reply) : undefined
-    const started = performance.now()
-    let outcome = 'granted'
+    const session = body.session === undefined ? undefined : ctx.sessions.demand(body.session)
+    const resumed = waitMs > 0 && body.waitId !== undefined ? ctx.waits.get(body.waitId) : undefined
+    if (resumed && (resumed.name !== name || resumed.requestId !== body.requestId)) {
+      throw new HttpError('INVALID_ARGUMENT', 'this waitId is already in use; choose a new random one per request')
+    }
     const requestId = body.requestId
     let owner: string | undefined
+    let earlier: bigint | undefined
     if (requestId !== undefined) {
       // One attempt per request id at a time: two in flight as one owner could undo each other's hold.
-      if (ctx.requests.has(requestId)) throw new HttpError('INVALID_ARGUMENT', 'an acquire with this requestId is still in progress on this server', undefined, 409)
-      owner = idempotentOwner(keeper.clientId, requestId, name)
-      ctx.requests.add(requestId)
+      // Checked before a streamed answer starts, so it is answered as a plain 409.
+      if (!resumed && ctx.requests.has(requestId)) throw new HttpError('INVALID_ARGUMENT', 'an acquire with this requestId is still in progress on this server', undefined, 409)
+      owner = idempotentOwner(keeper.clientId, requestId, name, spec.weight)
+      earlier = ctx.outcomes.tokenOf(owner)
+      if (earlier !== undefined && !ctx.desk.tracks(owner)) throw requestSpent(name)
     }
+    // The http:// driver asks for NDJSON: a first line once it is in line, heartbeats, then the answer.
+    const stream = waitMs > 0 && request.headers.accept === NDJSON ? new AnswerStream(reply, Math.max(10, Math.floor(ctx.pollMaxMs / 3))) : undefined
+    const started = performance.now()
+    let outcome = 'granted'
+    let poll: LongPoll | undefined
     try {
-      const grant = waitMs === 0
-        ? await keeper.takeDetached(spec, { ttlMs, waitMs: 0, signal: undefined, nullIfBusy: true, ...(owner ? { owner } : {}) })
-        : await waitFor(ctx, reply, spec, ttlMs, waitMs, body.waitId, owner, stream && ((owner) => stream.line({ state: 'waiting', owner: ownerDigest(owner) })))
+      let grant: DetachedGrant | null
+      if (waitMs === 0) {
+        grant = await keeper.takeDetached(spec, { ttlMs, waitMs: 0, signal: undefined, nullIfBusy: true, ...detachedExtras(owner, body.description, body.value) })
+      } else {
+        poll = resumed ?? new LongPoll(ctx, name, body.waitId ?? randomBytes(18).toString('base64url'), requestId)
+        if (resumed) stream?.line({ state: 'waiting' })
+        else {
+          const onWaiting = stream && ((owner: string) => stream.waiting({ state: 'waiting', owner: ownerDigest(owner) }))
+          poll.start((signal) => keeper.takeDetached(spec, {
+            ttlMs, waitMs, signal, nullIfBusy: false, ...(onWaiting ? { onWaiting } : {}), ...detachedExtras(owner, body.description, body.value),
+          }), session, ttlMs)
+        }
+        const got = await poll.serve(reply, stream ? undefined : ctx.pollMaxMs)
+        if (got === STILL_WAITING) {
+          outcome = 'still_waiting'
+          return reply.code(202).send({ state: 'waiting', waitId: poll.waitId })
+        }
+        grant = got
+      }
       if (!grant) throw new HttpError('LOCK_TIMEOUT', `"${name}" is held; send "wait" to wait for it`)
+      if (!grant.lost && ctx.desk.forcedSince(name, grant.startedAt)) {
+        // Forced while on its way here (before this server tracked it, so no "lost" event reached the client): not held.
+        await baton.driver.release(grant.ref).catch(() => {})
+        throw new HttpError('LEASE_LOST', `"${name}" was granted and lost at once (released by force); try again`)
+      }
       if (grant.lost) throw new HttpError('LEASE_LOST', `"${name}" was granted and lost at once (released by force); try again`)
       if (reply.raw.destroyed) {
         // Granted after the client left: nobody will use it, so nobody holds it.
         await baton.driver.release(grant.ref)
         return reply
       }
+      if (earlier !== undefined && grant.ref.token !== earlier) {
+        // The request's first lease ended and this duplicate got a new one, which nobody would release.
+        await baton.driver.release(grant.ref)
+        throw requestSpent(name)
+      }
+      try {
+        ctx.quotas.admit(tenantOf(request), [grant.ref.owner])
+      } catch (error) {
+        // Parallel requests all passed the quota check before their grants: the ones past it give theirs back.
+        await baton.driver.release(grant.ref).catch(() => {})
+        throw error
+      }
       const leftMs = Math.max(0, Math.floor(grant.startedAt + grant.ttlMs - monotonicNow()))
       ctx.desk.granted(grant.ref, leftMs, grant.waitedMs)
       ctx.dataDir?.noteLease(spec.lockDelayMs + leftMs)
+      if (owner !== undefined) ctx.outcomes.remember(owner, grant.ref.token)
       const answer = grantBody(grant.ref, ttlMs, leftMs)
       return stream ? stream.end(answer) : answer
     } catch (error) {
@@ -75,21 +127,25 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
       if (stream) return stream.fail(answer)
       throw answer
     } finally {
-      if (requestId !== undefined) ctx.requests.delete(requestId)
+      if (requestId !== undefined && !poll) ctx.requests.delete(requestId)
       ctx.metrics.acquired(kindOf(spec.mode), outcome, (performance.now() - started) / 1000)
     }
-  })
+  }
+  app.post<NameParams & { Body: AcquireBody }>('/v1/locks/:name/acquire', { schema: schemas.acquire }, acquire)
+  // Leader election: a campaign is this acquire, fair and exclusive, with a value.
+  electionRoutes(app, ctx, acquire)
 
   app.delete<{ Params: { waitId: string } }>('/v1/waits/:waitId', { schema: schemas.cancelWait }, async (request, reply) => {
     const wait = ctx.waits.get(request.params.waitId)
     if (!wait) throw new HttpError('NOT_FOUND', 'no acquire with this waitId waits on this server')
-    wait.controller.abort(new Error('the client left the line (DELETE /v1/waits)'))
+    demand(accessOf(request), 'lock', wait.name)
+    wait.leave(new HttpError('ABORTED', 'the wait was cancelled (DELETE /v1/waits/{waitId})', undefined, 409))
     await wait.done.catch(() => {})
     return reply.code(204).send()
   })
 
   app.post<LeaseParams & { Body: { ttl?: Duration } }>('/v1/leases/:leaseId/extend', { schema: schemas.extend }, async (request) => {
-    const ref = leaseOf(request, 'lock')
+    const ref = leaseOf(request, request.params.leaseId)
     refuseIfClosing(ctx)
     const ttlMs = request.body?.ttl === undefined ? ref.ttlMs : baton.ttl(request.body.ttl)
     const [result] = await ctx.desk.extend([ref], ttlMs)
@@ -98,9 +154,12 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return grantBody(ref, ref.ttlMs, result!.ttlMs)
   })
 
-  app.post<{ Body: { leases: string[]; ttl?: Duration } }>('/v1/leases/extend', { schema: schemas.extendMany }, async (request) => {
+  app.post<{ Body: { leases: string[]; ttl?: Duration; session?: string } }>('/v1/leases/extend', { schema: schemas.extendMany }, async (request) => {
     refuseIfClosing(ctx)
     const access = accessOf(request)
+    // An unknown session (ended, or another server's) is no error: the renewal stands, the answer says the leases did not join it.
+    const session = request.body.session === undefined ? undefined : ctx.sessions.find(request.body.session)
+    let joined = session !== undefined
     const ttl = request.body.ttl === undefined ? undefined : baton.ttl(request.body.ttl)
     const results: { leaseId: string; status: 'extended' | 'lost' | 'forbidden'; expiresAt?: number; ttlMs?: number }[] =
       request.body.leases.map((leaseId) => ({ leaseId, status: 'lost' }))
@@ -123,24 +182,36 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
         if (result.status !== 'extended') return
         longest = Math.max(longest, ref.lockDelayMs + result.ttlMs)
         Object.assign(results[index]!, { status: 'extended', expiresAt: Date.now() + result.ttlMs, ttlMs: result.ttlMs })
+        if (session && !ctx.sessions.attach(session, ref, ttlMs, result.ttlMs)) joined = false
       })
       if (longest > 0) ctx.dataDir?.noteLease(longest)
     }
-    return { results }
+    return { ...(session !== undefined || request.body.session !== undefined ? { session: joined } : {}), results }
   })
 
-  app.post<LeaseParams>('/v1/leases/:leaseId/downgrade', { schema: schemas.downgrade }, async (request) => {
-    const ref = leaseOf(request, 'lock')
+  const downgrade = async (request: FastifyRequest, leaseId: string | undefined) => {
+    const ref = leaseOf(request, leaseId)
     if (ref.mode !== 'write') throw new HttpError('INVALID_ARGUMENT', 'only a write lease can be downgraded to read')
     if (!(await ctx.desk.downgrade(ref))) throw leaseGone(ref.name)
     const read = { ...ref, mode: 'read' as const }
-    return grantBody(read, ref.ttlMs, ref.ttlMs)
-  })
-
-  app.delete<LeaseParams>('/v1/leases/:leaseId', { schema: schemas.release }, async (request) => {
-    const ref = leaseOf(request, 'lock')
+    // A downgrade keeps the lease's end: answer what the store holds, not a fresh ttl.
+    const view = await baton.driver.inspect(ref.name)
+    const held = view?.holders.find((h) => h.owner === ref.owner && h.token === ref.token)
+    if (!held) throw leaseGone(ref.name)
+    ctx.sessions.replace(read)
+    return grantBody(read, ref.ttlMs, Math.max(0, held.expiresAt - Date.now()))
+  }
+  const release = async (request: FastifyRequest, leaseId: string | undefined) => {
+    const ref = leaseOf(request, leaseId)
+    ctx.sessions.detach(ref)
     return { released: await ctx.desk.release(ref) }
-  })
+  }
+  type LeaseInBody = { Body: { leaseId?: string } }
+  app.post<LeaseParams>('/v1/leases/:leaseId/downgrade', { schema: schemas.downgrade }, (request) => downgrade(request, request.params.leaseId))
+  app.post<LeaseInBody>('/v1/leases/downgrade', { schema: sessionSchemas.downgradeInBody }, (request) => downgrade(request, request.body.leaseId))
+  app.delete<LeaseParams>('/v1/leases/:leaseId', { schema: schemas.release }, (request) => release(request, request.params.leaseId))
+  app.post<LeaseInBody>('/v1/leases/release', { schema: sessionSchemas.releaseInBody }, (request) => release(request, request.body.leaseId))
+  app.delete('/v1/leases', { schema: sessionSchemas.releaseInHeader }, (request) => release(request, undefined))
 
   app.get<NameParams>('/v1/locks/:name', { schema: schemas.inspect }, async (request) => {
     const name = validateName(request.params.name)
@@ -157,24 +228,33 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const limit = Number(request.query.limit ?? 100)
     if (!(limit >= 1 && limit <= 1000)) throw new HttpError('INVALID_ARGUMENT', `"limit" must be from 1 to 1000, got ${request.query.limit}`)
     const after = request.query.cursor === undefined ? undefined : decodeCursor(request.query.cursor)
+    // Paged within the token's scopes: every name fetched is one it may see,
+    // so the cursor (the last name of the page) never tells of any other.
+    const scopes = access.scopes(prefix)
+    const queries = scopes ? scopes.prefixes : [prefix]
     // One more than the page, to know whether another page follows; the store reads only this page.
-    const fetched = await baton.list({ prefix, ...(after ? { after } : {}), limit: limit + 1 })
+    const pages = await Promise.all(queries.map((q) => baton.list({ prefix: q, ...(after ? { after } : {}), limit: limit + 1 })))
+    const exact = scopes ? scopes.names.filter((name) => after === undefined || compareNames(name, after) > 0) : []
+    const named = await Promise.all(exact.map((name) => baton.inspect(name)))
+    const byName = new Map<string, LockView>()
+    for (const view of [...pages.flat(), ...named]) if (view && access.allows('read', view.name)) byName.set(view.name, view)
+    const fetched = [...byName.values()].sort((a, b) => compareNames(a.name, b.name))
     const page = fetched.slice(0, limit)
     return {
-      // A token limited to some prefixes sees only its names; the cursor still moves past the others.
-      locks: page.filter((v) => access.allows('read', v.name)).map(publicView),
+      locks: page.map(publicView),
       ...(fetched.length > limit ? { nextCursor: Buffer.from(page[page.length - 1]!.name).toString('base64url') } : {}),
     }
   })
 
   app.delete<NameParams>('/v1/locks/:name', { schema: schemas.forceRelease }, async (request) => {
     const name = validateName(request.params.name)
-    demand(accessOf(request), 'admin', name)
-    return { released: await ctx.desk.forceRelease(name) }
+    const access = accessOf(request)
+    demand(access, 'admin', name)
+    return { released: await ctx.desk.forceRelease(name, access.name ?? (request.access ? 'an unnamed admin token' : 'open server')) }
   })
 }
 
-const DEFAULT_TTL_MS = 30_000
+export const DEFAULT_TTL_MS = 30_000
 
 /**
  * The lock spec of one acquire request (mutex, one side of a rwlock, a
@@ -186,58 +266,56 @@ function specOf(name: string, body: AcquireBody): LockSpec {
   const mode = body.mode ?? 'exclusive'
   if (body.permits !== undefined && mode !== 'permit') throw new HttpError('INVALID_ARGUMENT', '"permits" is only for mode "permit"')
   if (mode === 'permit' && body.permits === undefined) throw new HttpError('INVALID_ARGUMENT', 'mode "permit" needs "permits", the semaphore\'s size')
+  if (body.weight !== undefined && mode !== 'permit') throw new HttpError('INVALID_ARGUMENT', '"weight" is only for mode "permit"')
+  // A value names the one leader: a hold shared with others (read, permit) can not be it.
+  if (body.value !== undefined && mode !== 'exclusive') throw new HttpError('INVALID_ARGUMENT', `"value" is only for mode "exclusive" (a leader's value), not "${mode}"`)
   const lockDelayMs = body.lockDelay === undefined ? 0 : parseDuration(body.lockDelay, 'lockDelay', { allowZero: true })
-  return { name, kind: kindOf(mode), mode, fair: body.fair ?? false, permits: body.permits ?? 1, lockDelayMs }
+  const spec: LockSpec = { name, kind: kindOf(mode), mode, fair: body.fair ?? false, permits: body.permits ?? 1, lockDelayMs }
+  return mode === 'permit' ? { ...spec, weight: parseWeight(body.weight, spec.permits) } : spec
 }
 
-/**
- * A long-poll: the library waits (store wake-ups, no polling here) until the
- * lock is granted, `wait` runs out, the client disconnects or cancels by its
- * waitId, or the server shuts down; the last three abort the wait at once,
- * which leaves the line.
- */
-async function waitFor(
-  ctx: ServerContext, reply: FastifyReply, spec: LockSpec, ttlMs: number, waitMs: number,
-  waitId: string | undefined, owner: string | undefined, onWaiting: ((owner: string) => void) | undefined,
-): Promise<DetachedGrant> {
-  if (waitId !== undefined && ctx.waits.has(waitId)) throw new HttpError('INVALID_ARGUMENT', 'this waitId is already in use; choose a new random one per request')
-  ctx.limits.enter(spec.name)
-  const controller = new AbortController()
-  const onClose = () => {
-    if (!reply.raw.writableEnded) controller.abort(new Error('the client disconnected'))
-  }
-  reply.raw.once('close', onClose)
-  ctx.waiting.add(controller)
-  const done = ctx.baton.keeper.takeDetached(spec, {
-    ttlMs, waitMs, signal: controller.signal, nullIfBusy: false, ...(onWaiting ? { onWaiting } : {}), ...(owner ? { owner } : {}),
-  })
-  if (waitId !== undefined) ctx.waits.set(waitId, { controller, done })
-  try {
-    const grant = (await done)!
-    if (controller.signal.aborted) {
-      await ctx.baton.driver.release(grant.ref)
-      throw new HttpError('ABORTED', 'the wait was ended before the answer could be sent', undefined, 409)
-    }
-    return grant
-  } finally {
-    ctx.limits.leave(spec.name)
-    ctx.waiting.delete(controller)
-    if (waitId !== undefined) ctx.waits.delete(waitId)
-    reply.raw.off('close', onClose)
+/** Owner (idempotent acquires), description (who asks) and a candidate's value for takeDetached, when given. */
+function detachedExtras(
+  owner: string | undefined, description: string | undefined, value?: string,
+): { owner?: string; description?: string; value?: string } {
+  return {
+    ...(owner !== undefined ? { owner } : {}), ...(description !== undefined ? { description: clipped(description) } : {}),
+    ...(value !== undefined ? { value: checkedValue(value) } : {}),
   }
 }
 
-const NDJSON = 'application/x-ndjson'
+/** A description cut to MAX_DESCRIPTION_BYTES of UTF-8, the most a store is given. */
+export function clipped(text: string): string {
+  // Stores keep a description as text, and Redis puts "\0" and the leader's value after it: a NUL would forge a value.
+  if (text.includes('\0')) throw new HttpError('INVALID_ARGUMENT', '"description" must not contain a NUL character')
+  if (Buffer.byteLength(text) <= MAX_DESCRIPTION_BYTES) return text
+  let cut = text.slice(0, MAX_DESCRIPTION_BYTES)
+  while (Buffer.byteLength(cut) > MAX_DESCRIPTION_BYTES) cut = cut.slice(0, -1)
+  return cut
+}
+
+const requestSpent = (name: string) =>
+  new HttpError('LEASE_LOST', `the lease this requestId got on "${name}" has ended (released or expired); send a new requestId to acquire again`)
+
+export const NDJSON = 'application/x-ndjson'
 
 /**
  * The streamed form of a waiting acquire: `{"state":"waiting"}` as soon as
  * the request is in the store's line, then one line with the grant or the
  * error. A client learns that its place is taken without a second request.
  */
-class AnswerStream {
+export class AnswerStream {
   private started = false
-  constructor(private readonly reply: FastifyReply) {
+  private heartbeat: NodeJS.Timeout | undefined
+  constructor(private readonly reply: FastifyReply, private readonly heartbeatMs: number) {
     reply.hijack()
+  }
+
+  /** The "in line" line, then a heartbeat line while quiet, so no client or proxy body timeout ends the wait. */
+  waiting(value: unknown): void {
+    this.line(value)
+    this.heartbeat ??= setInterval(() => this.line({ state: 'waiting' }), this.heartbeatMs)
+    this.heartbeat.unref()
   }
 
   line(value: unknown, status = 200): void {
@@ -245,18 +323,20 @@ class AnswerStream {
     if (res.destroyed) return
     if (!this.started) {
       this.started = true
-      res.writeHead(status, { 'content-type': `${NDJSON}; charset=utf-8`, 'cache-control': 'no-store' })
+      res.writeHead(status, { 'content-type': `${NDJSON}; charset=utf-8`, 'cache-control': 'no-store', 'x-accel-buffering': 'no' })
     }
     res.write(`${JSON.stringify(value)}\n`)
   }
 
   end(value: unknown): FastifyReply {
+    clearInterval(this.heartbeat)
     this.line(value)
     this.reply.raw.end()
     return this.reply
   }
 
   fail(error: unknown): FastifyReply {
+    clearInterval(this.heartbeat)
     const http = toHttpError(error)
     this.line({ error: { code: http.code, message: http.message } }, http.status)
     this.reply.raw.end()
@@ -265,19 +345,25 @@ class AnswerStream {
 }
 
 /** `askedTtlMs`: the ttl asked for, the default of later extends; `leftMs`: what the store granted. */
-function grantBody(ref: HoldRef, askedTtlMs: number, leftMs: number) {
+export function grantBody(ref: HoldRef, askedTtlMs: number, leftMs: number) {
   return {
     leaseId: encodeLeaseId(ref, askedTtlMs), name: ref.name, token: ref.token.toString(), expiresAt: Date.now() + leftMs, ttlMs: leftMs,
     owner: ownerDigest(ref.owner), mode: ref.mode,
   }
 }
 
-function leaseOf(request: FastifyRequest<LeaseParams>, right: 'lock'): LeaseRef {
-  const ref = decodeLeaseId(request.params.leaseId)
+/** The lease a request names: in the path, else in the body, else in the Baton-Lease-Id header (proxies log paths). */
+function leaseOf(request: FastifyRequest, leaseId: string | undefined): LeaseRef {
+  const header = request.headers[LEASE_HEADER]
+  const id = leaseId ?? (typeof header === 'string' ? header : undefined)
+  if (id === undefined) throw new HttpError('INVALID_ARGUMENT', 'name the lease: in the path, as "leaseId" in the body, or in the Baton-Lease-Id header')
+  const ref = decodeLeaseId(id)
   if (!ref) throw new HttpError('NOT_FOUND', 'this is not a lease id of a baton server')
-  demand(accessOf(request), right, ref.name)
+  demand(accessOf(request), 'lock', ref.name)
   return ref
 }
+
+const LEASE_HEADER = 'baton-lease-id'
 
 const leaseGone = (name: string) =>
   new HttpError('LEASE_LOST', `the lease on "${name}" is gone (it expired, was released or was taken by force)`)
@@ -295,10 +381,22 @@ function decodeCursor(cursor: string): string {
 export function publicView(view: LockView) {
   return {
     name: view.name, kind: view.kind, fair: view.fair, permits: view.permits,
-    holders: view.holders.map((h) => ({ owner: ownerDigest(h.owner), token: h.token.toString(), mode: h.mode, expiresAt: h.expiresAt })),
-    waiters: view.waiters.map((w) => ({ owner: ownerDigest(w.owner), mode: w.mode })),
+    // Owners come already shown as publicOwner (the digest of a secret owner), as every path shows them.
+    holders: view.holders.map((h) => ({
+      owner: h.owner, token: h.token.toString(), mode: h.mode, ...(h.weight !== undefined ? { weight: h.weight } : {}), expiresAt: h.expiresAt, ...who(h), ...(h.value !== undefined ? { value: h.value } : {}),
+    })),
+    waiters: view.waiters.map((w) => ({ owner: w.owner, mode: w.mode, ...(w.weight !== undefined ? { weight: w.weight } : {}), ...who(w) })),
     lastToken: view.lastToken.toString(),
   }
 }
 
-export type { HoldRef }
+/** A hold's or waiter's description and since, when the store keeps them (issue 17: who holds it). */
+function who(entry: { description?: string; since?: number }): { description?: string; since?: number } {
+  return {
+    ...(entry.description !== undefined ? { description: entry.description } : {}),
+    ...(entry.since !== undefined ? { since: entry.since } : {}),
+  }
+}
+
+export type { HoldRef, AcquireBody, NameParams }
+export { leaseOf, leaseGone }

@@ -50,10 +50,11 @@ describe('baton ls / inspect / release --force', () => {
     const result = await baton(['ls'], env)
     assert.equal(result.code, 0, result.stderr)
     const lines = result.stdout.trim().split('\n')
-    assert.match(lines[0]!, /^NAME\s+KIND\s+MODE\s+TOKEN\s+HOLDER\s+LEFT\s+WAITING$/)
-    assert.match(lines[1]!, /^config\s+rwlock\s+read\s+\d+\s+\S+\s+[\d.]+s\s+1$/)
-    assert.match(lines[2]!, /^\s+read\s+\d+\s+\S+\s+[\d.]+s$/)
-    assert.match(lines[3]!, /^orders\/1\s+mutex\s+exclusive\s+\d+\s+\S+\s+[\d.]+s\s+0$/)
+    // HELD is "-" and WHO empty where the store keeps no description.
+    assert.match(lines[0]!, /^NAME\s+KIND\s+MODE\s+TOKEN\s+HOLDER\s+HELD\s+LEFT\s+WAITING\s+WHO$/)
+    assert.match(lines[1]!, /^config\s+rwlock\s+read\s+\d+\s+\S+\s+(-|\S+s)\s+[\d.]+s\s+1(\s+.*)?$/)
+    assert.match(lines[2]!, /^\s+read\s+\d+\s+\S+\s+(-|\S+s)\s+[\d.]+s(\s+.*)?$/)
+    assert.match(lines[3]!, /^orders\/1\s+mutex\s+exclusive\s+\d+\s+\S+\s+(-|\S+s)\s+[\d.]+s\s+0(\s+.*)?$/)
   })
 
   it('ls --json and --prefix give the locks for scripts, tokens as decimal strings', async () => {
@@ -81,7 +82,7 @@ describe('baton ls / inspect / release --force', () => {
     assert.match(text.stdout, /^kind:\s+rwlock$/m)
     assert.match(text.stdout, /^holders:\s+2$/m)
     assert.match(text.stdout, /^waiting:\s+1$/m)
-    assert.match(text.stdout, /^\s+1\s+write\s+\S+$/m)
+    assert.match(text.stdout, /^\s+1\s+write\s+\S+\s+(-|\S+s)(\s+.*)?$/m)
     const json = JSON.parse((await baton(['inspect', 'orders/1', '--json'], env)).stdout) as LockJson
     assert.equal(json.name, 'orders/1')
     assert.equal(json.holders.length, 1)
@@ -142,9 +143,10 @@ describe('baton --help and usage errors', () => {
   const usageErrors: [string[], RegExp][] = [
     [['run', 'x', '--bogus', '--', 'true'], /^baton run: Unknown option '--bogus'$/m],
     [['run', 'x'], /^baton run: missing the command to run/],
-    [['run'], /^baton run: missing the lock name and the command$/m],
+    [['run'], /^baton run: missing the lock name: baton run <name> <command>$/m],
+    [['run', '--', 'true'], /^baton run: missing the lock name/m],
     [['run', 'x', '--read', '--write', '--', 'true'], /--read and --write exclude each other/],
-    [['run', 'x', '--ttl', 'soon', '--', 'true'], /"--ttl" must be a number of milliseconds or a string like/],
+    [['run', 'x', '--ttl', 'soon', '--', 'true'], /--ttl must be a number of seconds or a duration like '250ms'/],
     [['run', 'x', '-E', '300', '--', 'true'], /--conflict-exit-code must be a whole number from 0 to 255/],
     [['inspect'], /^baton inspect: missing the lock name$/m],
     [['inspect', 'a', 'b'], /^baton inspect: unexpected argument "b"$/m],

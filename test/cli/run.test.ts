@@ -59,7 +59,7 @@ describe('baton run', () => {
     const holder = await holdWithRun('jobs/busy')
     const nonblock = await baton(['run', '-n', 'jobs/busy', '--', 'true'], env)
     assert.equal(nonblock.code, 75)
-    assert.match(nonblock.stderr, /"jobs\/busy" was not acquired with --nonblock: held by \S+ \(exclusive, token \d+, [\d.]+s left\)/)
+    assert.match(nonblock.stderr, /"jobs\/busy" was not acquired with --nonblock: held by \S+ \[[^\]]*pid \d+[^\]]*\] \(exclusive, token \d+, held [^,]+, [\d.]+s left\)/)
     const waited = await baton(['run', '--wait', '300ms', '-E', '9', 'jobs/busy', '--', 'true'], env)
     assert.equal(waited.code, 9)
     assert.match(waited.stderr, /not acquired within 300ms: held by/)
@@ -152,10 +152,28 @@ describe('baton run', () => {
     assert.equal((await baton(['run', '-n', '--read', 'jobs/rw', '--', 'true'], env)).code, 0)
     const writer = await baton(['run', '-n', '--write', 'jobs/rw', '--', 'true'], env)
     assert.equal(writer.code, 75)
-    assert.match(writer.stderr, /held by \S+ \(read,/)
+    assert.match(writer.stderr, /held by \S+ \[[^\]]*\] \(read,/)
     first.process.kill('SIGTERM')
     reader.process.kill('SIGTERM')
     await Promise.all([first.finished, reader.finished])
+  })
+
+  it('takes several permits with --weight, names the weights when busy, and refuses a weight that can never fit', async () => {
+    const heavy = await holdWithRun('jobs/weighted', '--permits', '4', '--weight', '3')
+    const shown = await baton(['inspect', 'jobs/weighted'], env)
+    assert.equal(shown.code, 0, shown.stderr)
+    assert.match(shown.stdout, /permit ×3/)
+    assert.equal((await baton(['run', '-n', '--permits', '4', 'jobs/weighted', '--', 'true'], env)).code, 0, 'one permit is left')
+    const busy = await baton(['run', '-n', '--permits', '4', '--weight', '2', 'jobs/weighted', '--', 'true'], env)
+    assert.equal(busy.code, 75)
+    assert.match(busy.stderr, /\(permit × 3,/)
+    for (const flags of [['--permits', '4', '--weight', '5'], ['--permits', '4', '--weight', '0'], ['--weight', '2']]) {
+      const refused = await baton(['run', ...flags, 'jobs/weighted', '--', 'true'], env)
+      assert.equal(refused.code, 2, `${flags.join(' ')}: ${refused.stderr}`)
+      assert.match(refused.stderr, /--weight/)
+    }
+    heavy.process.kill('SIGTERM')
+    await heavy.finished
   })
 
   it('refuses memory:// and a missing store with exit 2', async () => {

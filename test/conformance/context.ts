@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto'
 import { spawn, type ChildProcess } from 'node:child_process'
 import diagnostics_channel from 'node:diagnostics_channel'
 import { createInterface } from 'node:readline'
+import assert from 'node:assert/strict'
+import { inspect } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { connect, type Baton } from '../../src/index.js'
 import { ms } from '../harness/timing.js'
@@ -16,6 +18,32 @@ export interface StoreHarness {
   pause?(): void
   resume?(): void
   close(): Promise<void>
+  /** A credential inside `url` (a password), which no error, event or inspect output may show. */
+  readonly secret?: string
+  /** What the fault layer (faults.ts) needs; absent for memory://, which has no network. */
+  readonly faults?: FaultSupport
+}
+
+/** One fault of the fault layer, for a store's declared exceptions. */
+export type FaultCase = 'proxy' | 'lost-reply' | 'partition' | 'partition-holder' | 'wake-reset' | 'loss-reset' | 'stall' | 'late-removal' | 'restart' | 'restart-tokens'
+
+export interface FaultSupport {
+  /** The ports of `url`'s servers: each `127.0.0.1:<port>` in `url` is rewritten to a proxy in front of it. */
+  readonly ports: readonly number[]
+  /** kill -9 the store's server (one node of a quorum store) and start it again: empty where the store keeps nothing on disk. */
+  restart(): Promise<void>
+  /**
+   * Where this store can not keep a property under a fault: the reason,
+   * printed by the test, which then checks the weaker property the reason
+   * states (or, for 'proxy', skips the proxied faults saying why).
+   */
+  readonly exceptions?: Partial<Record<FaultCase, string>>
+  /**
+   * Defects the fault layer found that are not fixed yet and keep the test
+   * from running at all: it is skipped, printing "KNOWN DEFECT" and this.
+   * A list to empty, not a place for limitations (those are `exceptions`).
+   */
+  readonly knownDefects?: Partial<Record<FaultCase, string>>
 }
 
 export type MakeStore = () => Promise<StoreHarness>
@@ -30,6 +58,23 @@ export class SuiteContext {
     const baton = await connect(this.harness.url)
     this.clients.push(baton)
     return baton
+  }
+
+  /**
+   * THE credential check (issue 15, defect 9): `value` (an error with its
+   * causes, a client, a lease, an event, a message) shows no credential of
+   * the store URL, in its text or in what util.inspect prints of it.
+   */
+  assertClean(what: string, value: unknown): void {
+    const secret = this.harness.secret
+    if (!secret) return
+    const texts = [typeof value === 'string' ? value : inspect(value, { depth: 12, showHidden: true, getters: false })]
+    for (let error = value; error instanceof Error; error = error.cause) texts.push(error.message, String(error.stack))
+    for (const text of texts) {
+      for (const shape of [secret, encodeURIComponent(secret)]) {
+        assert.ok(!text.includes(shape), `${what} shows the store's password:\n${text.slice(0, 2000)}`)
+      }
+    }
   }
 
   /**
@@ -71,18 +116,27 @@ export class SuiteContext {
 
   async cleanup(): Promise<void> {
     for (const child of this.children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL')
+    let leak: unknown
+    try {
+      for (const client of this.clients) this.assertClean('util.inspect(client)', client)
+    } catch (error) {
+      leak = error
+    }
     await Promise.all(this.clients.splice(0).map((c) => c.close().catch(() => {})))
+    if (leak) throw leak
   }
 }
 
 export type WorkerTask =
   | { task: 'counter'; name: string; file: string; iterations: number; ttl: number }
-  | { task: 'hold'; name: string; ttl: number; kind?: 'mutex' | 'semaphore'; permits?: number; fair?: boolean }
+  | { task: 'hold'; name: string; ttl: number; kind?: 'mutex' | 'semaphore'; permits?: number; weight?: number; fair?: boolean }
   | { task: 'wait'; name: string; ttl: number; fair?: boolean }
   /** Reads "wait <id>" lines on stdin: each starts one waiter for a fair mutex; prints "waiting <id>", "granted <id> <token>". */
   | { task: 'queue'; name: string; ttl: number; holdMs: number }
   /** Loops over a semaphore, appending "+" / "-" to `file` on entering / leaving. */
   | { task: 'permits'; name: string; file: string; iterations: number; permits: number; ttl: number }
+  /** Campaigns in an election; prints "leader <token>", then "lost <code>" when its signal aborts. */
+  | { task: 'campaign'; name: string; ttl: number; value: string }
 
 export class Worker {
   private readonly seen: string[] = []

@@ -12,12 +12,18 @@ import { crashes } from './crashes.js'
 import { fair } from './fair.js'
 import { rwlock } from './rwlock.js'
 import { semaphore } from './semaphore.js'
+import { weighted } from './weighted.js'
 import { listing } from './listing.js'
+import { faults } from './faults.js'
+import { credentials } from './credentials.js'
+import { describing } from './describe.js'
+import { multiLock } from './multi.js'
+import { election } from './election.js'
 
-export type { StoreHarness, MakeStore } from './context.js'
+export type { StoreHarness, MakeStore, FaultSupport, FaultCase } from './context.js'
 
 /**
- * The lock properties of DESIGN.md, stated once and run against every store.
+ * The lock properties of docs/design.md, stated once and run against every store.
  * A store is done when this passes unchanged. Tests that a store can not take
  * part in (a memory store has no other process to share with, nothing to
  * pause) are skipped with the reason printed, never silently.
@@ -42,7 +48,13 @@ export function runConformance(storeName: string, makeStore: MakeStore): void {
     fair(ctx)
     rwlock(ctx)
     semaphore(ctx)
+    weighted(ctx)
     listing(ctx)
+    describing(ctx)
+    multiLock(ctx)
+    election(ctx)
     badInput(ctx)
+    credentials(ctx)
+    faults(ctx)
   })
 }

@@ -34,6 +34,36 @@ export function loss(ctx: SuiteContext): void {
       assert.equal(await admin.forceRelease(name), false)
     })
 
+    it('lease.signal fires when another client releases its hold with its owner and token (as a lock server does for another server\'s lease)', async (t) => {
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('loss-released-elsewhere')
+      // The exact request the store saw, so the other client's release names the very hold.
+      const sent: AcquireRequest[] = []
+      const acquire = a.driver.acquire.bind(a.driver)
+      a.driver.acquire = (request) => {
+        sent.push(request)
+        return acquire(request)
+      }
+      let lease: Lease
+      try {
+        lease = await a.mutex(name, { ttl: '30s' }).acquire()
+      } finally {
+        a.driver.acquire = acquire
+      }
+      const request = sent.find((r) => r.owner === lease.owner)!
+      if (!(await b.driver.release({ ...request, token: lease.token }))) {
+        await lease.release()
+        // A test that skips itself gets no afterEach: its clients are closed here.
+        await Promise.all([a.close(), b.close()])
+        return t.skip(`${b.store} releases only the holds of the client that took them: another client's release answers false`)
+      }
+      const reason = await aborted(lease.signal, ms(5000))
+      assert.ok(isBatonError(reason, 'LEASE_LOST'), String(reason))
+      assert.match(reason.message, /another client/)
+      assert.equal(lease.held, false)
+      assert.equal(await b.inspect(name), null)
+    })
+
     it('a forced release frees the name: nobody is granted by it, a dead waiter at the head of a fair line never gets it', async () => {
       const [a, b, admin] = [await ctx.client(), await ctx.client(), await ctx.client()]
       const name = ctx.name('loss-force-line')

@@ -31,7 +31,9 @@ switch (task.task) {
       task.kind === 'semaphore'
         ? baton.semaphore(task.name, { permits: task.permits ?? 1, ttl: task.ttl })
         : baton.mutex(task.name, { ttl: task.ttl, fair: task.fair ?? false })
-    const lease = await lock.acquire({ autoExtend: true })
+    const lease = task.kind === 'semaphore' && task.weight !== undefined
+      ? await baton.semaphore(task.name, { permits: task.permits ?? 1, ttl: task.ttl }).acquire({ autoExtend: true, weight: task.weight })
+      : await lock.acquire({ autoExtend: true })
     console.log(`held ${lease.token}`)
     await new Promise(() => {}) // until killed
     break
@@ -65,6 +67,13 @@ switch (task.task) {
     }
     console.log(`done ${task.iterations}`)
     await baton.close()
+    break
+  }
+  case 'campaign': {
+    const leadership = await baton.election(task.name, { ttl: task.ttl }).campaign({ value: task.value })
+    leadership.signal.addEventListener('abort', () => console.log(`lost ${(leadership.signal.reason as { code?: string }).code}`))
+    console.log(`leader ${leadership.token}`)
+    await new Promise(() => {}) // until killed
     break
   }
   case 'wait': {

@@ -73,7 +73,7 @@ before(async () => {
   writeFileSync(tokens, JSON.stringify([
     { token: READER, rights: ['read'] },
     { token: LOCKER, rights: ['lock'] },
-    { token: ADMIN, rights: ['admin'] },
+    { token: ADMIN, rights: ['admin'], name: 'ops-admin' },
   ]))
   server = await startBatonServer(['--store', redis.url, '--tokens', tokens])
   direct = await connect(redis.url)
@@ -98,7 +98,9 @@ describe('dashboard', () => {
     const grant = await acquire('dash/live', '30s')
     await seenWithin(t, 'row shown after the grant', row('dash/live').waitFor({ timeout: LIVE_WAIT_MS }))
     const holder = row('dash/live').locator('.holder')
-    assert.match(await holder.innerText(), new RegExp(`^\\S+\\s*exclusive\\s*#${grant.token} · ${grant.owner}$`))
+    // Time left, mode, the token (a long one shortened to its last digits), the owner, then held since and who.
+    assert.match(await holder.innerText(), new RegExp(`^\\S+\\s+exclusive\\s+#(…)?\\d+\\s+${grant.owner}(\\s+.*)?$`))
+    assert.ok(grant.token.endsWith((await holder.locator('.token').innerText()).replace(/^#…?/, '')), 'the token, shortened')
     const left = holder.locator('.left')
     // The page's CSP forbids eval, so page functions are real functions (no DOM types here: `any`).
     await page.waitForFunction(() => /^\d+(\.\d)?s$/.test((globalThis as any).document.querySelector('#locks tr[data-name="dash/live"] .left')?.textContent ?? ''), undefined, { timeout: ms(5000) })
@@ -128,6 +130,8 @@ describe('dashboard', () => {
     assert.equal(await page.locator('#locks tbody tr').count(), 50)
     assert.equal(await page.locator('#locks tbody tr').first().getAttribute('data-name'), 'bulk/00000')
     await page.locator('#next').click()
+    // The next page is fetched after the click: wait for it before reading its first row.
+    await page.waitForFunction(() => (globalThis as any).document.getElementById('page-info').textContent.startsWith('51–100'), undefined, { timeout: ms(30_000) })
     assert.equal(await page.locator('#locks tbody tr').first().getAttribute('data-name'), 'bulk/00050')
     await page.locator('#prefix').fill('bulk/0420')
     await page.waitForFunction(() => (globalThis as any).document.getElementById('page-info').textContent === '1–10 of 10 · page 1/1')
@@ -169,6 +173,9 @@ describe('dashboard', () => {
     toast = await force(ADMIN)
     await toast.filter({ hasText: 'Released "dash/victim"' }).waitFor({ timeout: ms(5000) })
     await row('dash/victim').waitFor({ state: 'detached', timeout: ms(5000) })
+    // Who forced it: the admin token's name from the tokens file, never the token.
+    await page.locator('#events li.forced', { hasText: 'dash/victim' }).first().waitFor({ timeout: ms(5000) })
+    assert.match(await page.locator('#events li.forced').first().innerText(), /forced dash\/victim by ops-admin · /)
     const extend = await call('POST', `/v1/leases/${encodeURIComponent(grant.leaseId)}/extend`, LOCKER, {})
     assert.equal(extend.status, 410, 'the holder lost its lease')
     const stored = await page.evaluate(() => {

@@ -3,7 +3,7 @@
  * free loopback port, managed like the other servers (stop, kill -9, pause,
  * restart with the same flags).
  */
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -16,12 +16,18 @@ export interface BatonServer extends ManagedServer {
   readonly base: string
 }
 
-export async function startBatonServer(args: string[] = []): Promise<BatonServer> {
+/**
+ * `restartWait`: keep the server's rule that grants wait out the longest
+ * lease after a start without --data-dir; by default tests pass
+ * --no-restart-wait (each test's server is new: nothing can be held).
+ */
+export async function startBatonServer(args: string[] = [], options: { restartWait?: boolean } = {}): Promise<BatonServer> {
+  const flags = options.restartWait ? args : ['--no-restart-wait', ...args]
   const server = await ManagedServer.launch({
     label: 'baton serve',
     command: process.execPath,
     cwd: process.cwd(),
-    args: (port) => [BIN, 'serve', '--port', String(port), ...args],
+    args: (port) => [BIN, 'serve', '--port', String(port), ...flags],
     probe: async (port) => {
       const response = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(ms(1000)) })
       return response.ok
@@ -32,4 +38,11 @@ export async function startBatonServer(args: string[] = []): Promise<BatonServer
 
 export function tempDir(label: string): string {
   return mkdtempSync(join(tmpdir(), `baton-${label}-`))
+}
+
+/** A `--tokens` file holding `entries` (the server's format), in a fresh temporary directory. */
+export function tokensFile(entries: readonly unknown[]): string {
+  const file = join(tempDir('tokens'), 'tokens.json')
+  writeFileSync(file, JSON.stringify(entries))
+  return file
 }

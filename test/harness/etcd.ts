@@ -3,8 +3,10 @@
  * loopback ports, with the fault handles of servers.ts (kill, pause, resume,
  * restart on the same ports and data directory).
  */
+import { execFile } from 'node:child_process'
 import { request } from 'node:http'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { ensureCommand } from './install.js'
 import { freePort } from './ports.js'
 import { ManagedServer, makeTempDir, type ServerProcess } from './servers.js'
@@ -102,4 +104,18 @@ export async function startEtcdCluster(size = 3): Promise<EtcdCluster> {
 /** One etcd member. */
 export async function startEtcd(): Promise<EtcdCluster> {
   return startEtcdCluster(1)
+}
+
+/** The root password of startSecuredEtcd(). */
+export const ETCD_ROOT_PASSWORD = 's3cret-root'
+
+/** One etcd member with authentication on: user root, password ETCD_ROOT_PASSWORD. */
+export async function startSecuredEtcd(): Promise<EtcdCluster> {
+  const secured = await startEtcd()
+  const endpoint = secured.members[0]!.endpoint
+  const etcdctl = (...args: string[]) =>
+    promisify(execFile)('etcdctl', ['--endpoints', endpoint, ...args], { env: { ...process.env, ETCDCTL_API: '3' } })
+  await etcdctl('user', 'add', 'root', `--new-user-password=${ETCD_ROOT_PASSWORD}`)
+  await etcdctl('auth', 'enable')
+  return secured
 }

@@ -10,6 +10,7 @@ export interface Proxy {
   readonly host: '127.0.0.1';
   /** Port clients should connect to. */
   readonly port: number;
+  /** Where new connections go (see retarget). */
   readonly targetPort: number;
   /** Delay every chunk, in both directions, by `ms` (order is preserved). Applies to data received from now on. */
   setDelay(ms: number): void;
@@ -26,8 +27,28 @@ export interface Proxy {
    * after the server acted would. `undefined` removes the rule.
    */
   onReply(rule: ReplyRule | undefined): void;
+  /**
+   * Send connections opened from now on to another port (a server that took
+   * the old one's place: "restarted empty" without waiting for a process).
+   */
+  retarget(port: number): void;
+  /**
+   * A partition that ends in a cut: every reply (and request) is held for
+   * `ms`, then every connection is reset and traffic flows again. Resolves
+   * once the cut is made.
+   */
+  partition(ms: number): Promise<void>;
+  /** Connections open now, oldest first (to reset a chosen one, e.g. a subscriber). */
+  connections(): readonly ProxiedConnection[];
   /** Stop listening and destroy every connection. */
   close(): Promise<void>;
+}
+
+export interface ProxiedConnection {
+  /** Bytes the server sent on it so far. */
+  readonly bytesFromServer: number;
+  /** Reset this connection only. */
+  destroy(): void;
 }
 
 export type ReplyVerdict = 'pass' | 'drop' | { readonly delayMs: number };
@@ -106,8 +127,9 @@ class Lane {
   }
 }
 
-class Connection {
+class Connection implements ProxiedConnection {
   readonly #lanes: Lane[];
+  bytesFromServer = 0;
 
   constructor(
     private readonly client: Socket,
@@ -120,6 +142,7 @@ class Connection {
     this.#lanes = [toUpstream, toClient];
     client.on('data', (chunk: Buffer) => toUpstream.push(chunk));
     upstream.on('data', (chunk: Buffer) => {
+      this.bytesFromServer += chunk.length;
       const verdict = control.reply?.(chunk) ?? 'pass';
       if (verdict === 'drop') this.destroy();
       else toClient.push(chunk, verdict === 'pass' ? 0 : verdict.delayMs);
@@ -168,9 +191,10 @@ export async function closeAllProxies(): Promise<void> {
 export async function startProxy(targetPort: number): Promise<Proxy> {
   const control: Control = { delay: 0, paused: false };
   const connections = new Set<Connection>();
+  let target = targetPort;
 
   const server: Server = createServer({ allowHalfOpen: true }, (client) => {
-    const upstream = connect({ host: '127.0.0.1', port: targetPort, allowHalfOpen: true });
+    const upstream = connect({ host: '127.0.0.1', port: target, allowHalfOpen: true });
     client.setNoDelay(true);
     upstream.setNoDelay(true);
     connections.add(new Connection(client, upstream, control, (c) => connections.delete(c)));
@@ -189,7 +213,9 @@ export async function startProxy(targetPort: number): Promise<Proxy> {
   const proxy: Proxy = {
     host: '127.0.0.1',
     port,
-    targetPort,
+    get targetPort() {
+      return target;
+    },
     setDelay(delay: number): void {
       if (!Number.isFinite(delay) || delay < 0) throw new RangeError(`delay must be >= 0, got ${delay}`);
       control.delay = delay;
@@ -207,6 +233,18 @@ export async function startProxy(targetPort: number): Promise<Proxy> {
     },
     onReply(rule: ReplyRule | undefined): void {
       control.reply = rule;
+    },
+    retarget(port: number): void {
+      target = port;
+    },
+    async partition(ms: number): Promise<void> {
+      proxy.pause();
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      proxy.dropConnections();
+      proxy.resume();
+    },
+    connections(): readonly ProxiedConnection[] {
+      return [...connections];
     },
     close(): Promise<void> {
       closing ??= new Promise<void>((resolve) => {

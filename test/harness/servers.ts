@@ -339,6 +339,11 @@ export class ManagedServer implements RedisServer {
     }
   }
 
+  /** The tail of what the current incarnation printed (stdout and stderr). */
+  output(): string {
+    return this.#current.output.toString();
+  }
+
   pause(): void {
     signal(this.#current, 'SIGSTOP');
   }
@@ -580,4 +585,19 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterSetup>
 
 async function stopGroup(servers: readonly ServerProcess[]): Promise<void> {
   await Promise.all(servers.map((s) => s.stop()));
+}
+
+/**
+ * Adds an ACL user with every right (the default user keeps working without
+ * a password, so probes and restarts are unaffected); call again after a
+ * restart, which forgets it.
+ */
+export async function addRedisUser(port: number, user: string, password: string): Promise<void> {
+  const reply = await redisCommand(port, ['ACL', 'SETUSER', user, 'reset', 'on', `>${password}`, '~*', '&*', '+@all'], ms(3000));
+  if (reply instanceof Error) throw reply;
+}
+
+/** A password with the characters URLs get wrong when pasted unencoded ('#', '@', '/'), different per call. */
+export function awkwardPassword(): string {
+  return `pa#ss@w/rd-${Math.random().toString(36).slice(2, 10)}`;
 }

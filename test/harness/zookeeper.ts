@@ -9,6 +9,7 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { ensureCommand, ensureFile } from './install.js'
 import { freePort } from './ports.js'
+import { startProxy, type Proxy } from './proxy.js'
 import { ManagedServer, makeTempDir, type ServerProcess } from './servers.js'
 import { ms } from './timing.js'
 
@@ -24,7 +25,25 @@ export interface ZkEnsemble {
   readonly servers: ZkServer[]
   /** The server in the given mode now ('leader', 'follower', 'standalone'). */
   mode(server: ZkServer): Promise<string | undefined>
+  /**
+   * Cuts the quorum link between two servers (both directions), keeping each
+   * one's clients connected: only with `{ peerLinks: true }`. Data held
+   * meanwhile is thrown away with the connections when healed.
+   */
+  partition(a: ZkServer, b: ZkServer): void
+  heal(): void
   stop(): Promise<void>
+}
+
+export interface ZkEnsembleOptions {
+  /**
+   * Each server reaches each other server's quorum port through its own
+   * proxy, so one link can be cut (`partition`). Each server's own line keeps
+   * its real port, which it binds.
+   */
+  readonly peerLinks?: boolean
+  /** Ticks a follower may go without hearing its leader before it stops serving (default 8). */
+  readonly syncLimit?: number
 }
 
 /** Sends a four-letter word; resolves with the whole answer. */
@@ -48,12 +67,16 @@ export function fourLetter(port: number, word: string, timeoutMs = ms(1000)): Pr
 
 const serving = async (port: number): Promise<boolean> => /Mode: (standalone|leader|follower)/.test(await fourLetter(port, 'srvr'))
 
-export async function startZookeeperEnsemble(size = 3): Promise<ZkEnsemble> {
+export async function startZookeeperEnsemble(size = 3, options: ZkEnsembleOptions = {}): Promise<ZkEnsemble> {
   await ensureCommand('java', 'default-jre-headless')
   const jar = await ensureFile(['/usr/share/java/zookeeper.jar', '/usr/share/zookeeper/zookeeper.jar'], 'zookeeper')
   const dir = makeTempDir('zookeeper')
   const ids = Array.from({ length: size }, (_, i) => i + 1)
   const quorum = size > 1 ? await Promise.all(ids.map(async () => [await freePort(), await freePort()] as const)) : []
+  // links[i][k]: server i+1's way to server k+1's quorum port.
+  const links: (Proxy | undefined)[][] = options.peerLinks
+    ? await Promise.all(ids.map((_, i) => Promise.all(quorum.map(([peer], k) => (i === k ? undefined : startProxy(peer))))))
+    : []
   // Every line "key=value" with nothing after the value: ZooKeeper reads a trailing comment as part of it.
   const servers = await Promise.all(ids.map((id) => ManagedServer.launch({
     label: `zookeeper ${id}`,
@@ -65,12 +88,12 @@ export async function startZookeeperEnsemble(size = 3): Promise<ZkEnsemble> {
       if (size > 1) writeFileSync(join(data, 'myid'), `${id}\n`)
       const config = join(dir, `s${id}.cfg`)
       writeFileSync(config, [
-        `tickTime=${ZK_TICK_MS}`, 'initLimit=20', 'syncLimit=8', `dataDir=${data}`,
+        `tickTime=${ZK_TICK_MS}`, 'initLimit=20', `syncLimit=${options.syncLimit ?? 8}`, `dataDir=${data}`,
         `clientPort=${port}`, 'clientPortAddress=127.0.0.1', 'admin.enableServer=false',
         '4lw.commands.whitelist=srvr,ruok,mntr', 'maxClientCnxns=0', 'maxSessionTimeout=60000',
         // No fsync per write: tests and benchmarks measure the protocol, not this machine's disk.
         'forceSync=no',
-        ...quorum.map(([peer, election], i) => `server.${i + 1}=127.0.0.1:${peer}:${election}`),
+        ...quorum.map(([peer, election], k) => `server.${k + 1}=127.0.0.1:${links[id - 1]?.[k]?.port ?? peer}:${election}`),
         '',
       ].join('\n'))
       // Serial GC and the client compiler only: a much cheaper start-up on a busy 2-core machine.
@@ -89,8 +112,23 @@ export async function startZookeeperEnsemble(size = 3): Promise<ZkEnsemble> {
         return undefined
       }
     },
+    partition(a, b) {
+      if (!options.peerLinks) throw new Error('partition() needs startZookeeperEnsemble(size, { peerLinks: true })')
+      for (const [from, to] of [[a, b], [b, a]] as const) {
+        const link = links[from.id - 1]![to.id - 1]!
+        link.pause()
+      }
+    },
+    heal() {
+      for (const link of links.flat()) {
+        if (!link) continue
+        link.dropConnections()
+        link.resume()
+      }
+    },
     async stop() {
       await Promise.allSettled(members.map((m) => m.stop()))
+      await Promise.allSettled(links.flat().map((l) => l?.close()))
     },
   }
 }

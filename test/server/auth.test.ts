@@ -1,28 +1,23 @@
 /** --tokens FILE: 401 without a valid bearer token, 403 outside its prefixes or rights. */
 import assert from 'node:assert/strict'
-import { writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { startBatonServer, tempDir, type BatonServer } from '../harness/baton-server.js'
+import { startBatonServer, tokensFile, type BatonServer } from '../harness/baton-server.js'
 import { connect, isBatonError } from '../../src/index.js'
-import { call, lockPath } from './client.js'
+import { bearer, call, lockPath } from './client.js'
 
 const ADMIN = 'admin-token-0123456789abcdef'
 const ORDERS = 'orders-lock-token-0123456789'
 const READER = 'read-only-token-0123456789ab'
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 
 let server: BatonServer
 let base: string
 
 before(async () => {
-  const file = join(tempDir('tokens'), 'tokens.json')
-  writeFileSync(file, JSON.stringify([
+  server = await startBatonServer(['--tokens', tokensFile([
     { token: ADMIN, rights: ['admin'] },
     { token: ORDERS, prefixes: ['orders/'] },
     { token: READER, rights: ['read'] },
-  ]))
-  server = await startBatonServer(['--tokens', file])
+  ])])
   base = server.base
 })
 after(() => server.stop())

@@ -29,6 +29,9 @@ export async function call<T = any>(
   return { status: response.status, body: parsed as T, headers: response.headers }
 }
 
+/** The Authorization header for a bearer token. */
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
 export const lockPath = (name: string, suffix = ''): string => `/v1/locks/${encodeURIComponent(name)}${suffix}`
 
 /** Runs curl and returns its stdout; `-w '\n%{http_code}'` appends the status on the last line. */

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { startBatonServer, type BatonServer } from '../harness/baton-server.js'
+import { startBatonServer, tokensFile, type BatonServer } from '../harness/baton-server.js'
 import { ms } from '../harness/timing.js'
 import { call, lockPath } from './client.js'
 
@@ -24,20 +24,32 @@ function generator(start: number): () => number {
   }
 }
 
-let server: BatonServer
+const ADMIN = 'fuzz-admin-token-0123456789ab'
+const TENANT = 'fuzz-tenant-token-0123456789'
+const READER = 'fuzz-reader-token-0123456789'
+const servers: Record<'open' | 'tokens', BatonServer> = {} as never
 before(async () => {
-  server = await startBatonServer()
+  const file = tokensFile([
+    { token: ADMIN, rights: ['admin'] }, { token: TENANT, prefixes: ['fuzz'] }, { token: READER, prefixes: ['fuzz/a/'], rights: ['read'] },
+  ])
+  servers.open = await startBatonServer()
+  // With tokens and small quotas, so the fuzz also meets 401, 403 and 429 paths.
+  servers.tokens = await startBatonServer([
+    '--tokens', file, '--max-waiters-per-token', '3', '--max-streams-per-token', '2', '--max-holds-per-token', '50', '--max-ttl', '10m',
+  ])
 })
-after(() => server.stop())
+after(() => Promise.all(Object.values(servers).map((s) => s.stop())))
 
 describe('fuzz', () => {
-  it(`random requests never get a 5xx nor crash the server (seed ${seed})`, async (t) => {
+  for (const mode of ['open', 'tokens'] as const) it(`random requests never get a 5xx nor crash the server (${mode}, seed ${seed})`, async (t) => {
     t.diagnostic(`seed ${seed}`)
+    const server = servers[mode]
     const base = server.base
-    const kept = await call(base, 'POST', lockPath('fuzz/kept', '/acquire'), { ttl: '5m' })
+    const admin: Record<string, string> = mode === 'tokens' ? { authorization: `Bearer ${ADMIN}` } : {}
+    const kept = await call(base, 'POST', lockPath('fuzz/kept', '/acquire'), { ttl: '5m' }, admin)
     assert.equal(kept.status, 200)
     // Its lease id goes into the fuzz; `kept`'s does not, so the fuzz can not release it legitimately.
-    const toy = await call(base, 'POST', lockPath('fuzz/toy', '/acquire'), { ttl: '5m' })
+    const toy = await call(base, 'POST', lockPath('fuzz/toy', '/acquire'), { ttl: '5m' }, admin)
     const pid = server.pid
     const random = generator(seed)
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!
@@ -63,6 +75,8 @@ describe('fuzz', () => {
       () => `/v1/leases/${segment()}`, () => '/v1/leases/extend', () => `/v1/leases/${segment()}/downgrade`,
       () => `/v1/locks?prefix=${segment()}&limit=${pick(['1', '0', '-1', 'x', '99999'])}&cursor=${segment()}`,
       () => `/v1/waits/${segment()}`, () => `/${segment()}`, () => '/metrics', () => '/readyz', () => `/v1/events?types=${segment()}`,
+      () => `/v1/locks/${segment()}/${segment()}/acquire`, () => '/v1/sessions', () => `/v1/sessions/${segment()}/keepalive`,
+      () => '/v1/sessions/keepalive', () => `/v1/sessions/${segment()}`, () => '/v1/leases/release', () => '/v1/leases', () => '/v1/leases/downgrade',
     ])()
     const body = () => pick([
       () => undefined, () => JSON.stringify(object()), () => JSON.stringify(value()), () => junk(Math.floor(random() * 200)),
@@ -77,7 +91,12 @@ describe('fuzz', () => {
       const payload = method === 'GET' || method === 'HEAD' ? undefined : body()
       const headers: Record<string, string> = {}
       if (payload !== undefined) headers['content-type'] = pick(['application/json', 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', junk(6).replace(/[^\x21-\x7e]/g, 'a')])
-      if (random() < 0.2) headers.authorization = pick(['Bearer x', 'Basic abc', junk(10).replace(/[^\x20-\x7e]/g, 'b')])
+      if (random() < (mode === 'tokens' ? 0.9 : 0.2)) {
+        headers.authorization = pick(['Bearer x', 'Basic abc', junk(10).replace(/[^\x20-\x7e]/g, 'b'), ...[ADMIN, TENANT, TENANT, READER].map((tk) => `Bearer ${tk}`)])
+      }
+      if (random() < 0.05) headers.origin = pick(['https://evil.example', 'null', base, junk(8).replace(/[^\x21-\x7e]/g, 'c')])
+      if (random() < 0.1) headers['baton-lease-id'] = pick([toy.body.leaseId, segment()])
+      if (random() < 0.05) headers['last-event-id'] = pick(['1', '00000000-1', 'x'.repeat(300), junk(8).replace(/[^\x21-\x7e]/g, 'd')])
       if (random() < 0.1) headers.accept = pick(['application/x-ndjson', 'text/event-stream', '*/*'])
       const target = path()
       const controller = new AbortController()
@@ -96,11 +115,11 @@ describe('fuzz', () => {
     t.diagnostic(`${sent} requests`)
     assert.equal(server.pid, pid)
     assert.deepEqual((await call(base, 'GET', '/healthz')).body, { ok: true })
-    const view = await call(base, 'GET', lockPath('fuzz/kept'))
+    const view = await call(base, 'GET', lockPath('fuzz/kept'), undefined, admin)
     assert.equal(view.body.holders.length, 1)
     assert.equal(view.body.holders[0].token, kept.body.token)
     assert.equal(view.body.holders[0].owner, kept.body.owner)
-    const again = await call(base, 'POST', lockPath('fuzz/other', '/acquire'), { wait: '1s' })
+    const again = await call(base, 'POST', lockPath('fuzz/other', '/acquire'), { wait: '1s' }, admin)
     assert.equal(again.status, 200)
   })
 })

@@ -8,6 +8,7 @@ import { connect } from '../../src/index.js'
 import { startBatonServer, type BatonServer } from '../harness/baton-server.js'
 import { startRedis, type RedisServer } from '../harness/servers.js'
 import { call, lockPath } from './client.js'
+import { releasedThroughOther } from './released-elsewhere.js'
 
 let redis: RedisServer
 let one: BatonServer
@@ -70,5 +71,13 @@ describe('two servers sharing a Redis store', () => {
     }))
     assert.equal(overlaps, 0)
     await Promise.all([a.close(), b.close()])
+  })
+
+  it('a lease released through the other server is reported by its own server as a release, at once', async () => {
+    await releasedThroughOther(one.base, two.base, 'release')
+  })
+
+  it('a lease forced through the other server is reported by its own server as lost, at once', async () => {
+    await releasedThroughOther(one.base, two.base, 'force')
   })
 })

@@ -11,5 +11,10 @@ runConformance('etcd://', async () => {
     pause: () => member.pause(),
     resume: () => member.resume(),
     close: () => etcd.stop(),
+    // kill -9 and start again on the same data directory.
+    faults: {
+      ports: [member.port],
+      restart: () => member.restart(),
+    },
   }
 })

@@ -10,6 +10,7 @@ import { aborted, nextEvent, sleep, SuiteContext, withTimeout } from '../conform
 import type { WaitEvent } from '../../src/core/events.js'
 import { freePort } from '../harness/ports.js'
 import { startPostgres, type PostgresServer } from '../harness/postgres.js'
+import { sqlFor } from '../../src/drivers/postgres/sql.js'
 import { ms } from '../harness/timing.js'
 
 let server: PostgresServer
@@ -222,12 +223,43 @@ describe('postgres faults', () => {
     const clients = await Promise.all(Array.from({ length: 6 }, () => connect(url)))
     try {
       const versions = await server.query<{ version: number }>('SELECT version FROM racing.migrations')
-      assert.deepEqual(versions.map((v) => v.version), [1])
+      // Every migration the client ships, each applied once.
+      assert.deepEqual(versions.map((v) => v.version).sort((a, b) => a - b), sqlFor('racing').migrations.map((m) => m.version))
       const lease = await clients[0]!.mutex('racing/one').acquire()
       assert.equal(await clients[5]!.mutex('racing/one').tryAcquire(), null)
       await lease.release()
     } finally {
       await Promise.all(clients.map((c) => c.close()))
+    }
+  })
+})
+
+describe('postgres: who holds and who waits (schema version 2)', () => {
+  it('keeps each hold\'s and line entry\'s description and since, also across a hand-over, and bounds it', async () => {
+    const client = await connect(server.url)
+    try {
+      const name = `described/${process.pid}`
+      const spec = { name, kind: 'mutex', mode: 'exclusive', fair: true, permits: 1, lockDelayMs: 0 } as const
+      const first = { ...spec, owner: `${client.keeper.clientId}.first`, ttlMs: 30_000, enqueue: true, queueTtlMs: 30_000, retry: false, description: '{"who":"first"}' }
+      const second = { ...first, owner: `${client.keeper.clientId}.second`, description: `{"who":"second","pad":"${'x'.repeat(400)}"}` }
+      const before = Date.now()
+      assert.equal((await client.driver.acquire(first)).status, 'granted')
+      assert.equal((await client.driver.acquire(second)).status, 'busy')
+      let info = await client.driver.inspect(name)
+      assert.equal(info?.holders[0]?.description, '{"who":"first"}')
+      assert.ok(info!.holders[0]!.since! >= before - 1000 && info!.holders[0]!.since! <= Date.now() + 1000)
+      assert.equal(info?.waiters[0]?.description?.length, 256, 'cut to MAX_DESCRIPTION_BYTES')
+      assert.ok(info!.waiters[0]!.since! >= before - 1000)
+      const granted = await client.driver.acquire({ ...first, owner: `${client.keeper.clientId}.third`, description: '{"who":"third"}', enqueue: false })
+      assert.equal(granted.status, 'busy')
+      const [held] = info!.holders
+      assert.equal(await client.driver.release({ ...spec, owner: first.owner, token: held!.token }), true)
+      info = await client.driver.inspect(name)
+      assert.equal(info?.holders[0]?.owner, second.owner)
+      assert.match(info?.holders[0]?.description ?? '', /^\{"who":"second"/, 'the waiter\'s own description, not the releaser\'s')
+      await client.driver.release({ ...spec, owner: second.owner, token: info!.holders[0]!.token })
+    } finally {
+      await client.close()
     }
   })
 })

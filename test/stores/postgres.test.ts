@@ -6,9 +6,12 @@ runConformance('postgres://', async () => {
   const server = await startPostgres()
   return {
     url: server.url,
+    secret: server.password,
     crossProcess: true,
     pause: () => server.pause(),
     resume: () => server.resume(),
     close: () => server.stop(),
+    // Immediate shutdown and start: holds are rows, they survive it.
+    faults: { ports: [server.port], restart: () => server.restart() },
   }
 })

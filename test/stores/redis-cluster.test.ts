@@ -11,5 +11,17 @@ runConformance('redis+cluster://', async () => {
     pause: () => cluster.nodes.forEach((node) => node.pause()),
     resume: () => cluster.nodes.forEach((node) => node.resume()),
     close: () => cluster.stop(),
+    faults: {
+      ports: cluster.nodes.map((node) => node.port),
+      // Every master restarted empty (kept identity and slots): the cluster's "server restarted".
+      restart: async () => {
+        await Promise.all(cluster.nodes.map((node) => node.restart()))
+      },
+      exceptions: {
+        proxy: 'cluster clients follow the addresses the nodes announce (CLUSTER SLOTS), so a proxy in front of the seed ports ' +
+          'is bypassed; the reply, partition and reset faults run on redis:// single, whose driver code is the same',
+        restart: 'masters restarted empty forget every hold and can tell nobody: the holder learns at its next renewal (ttl/3)',
+      },
+    },
   }
 })

@@ -140,6 +140,39 @@ describe('redis: a reply lost in flight', () => {
   })
 })
 
+describe('redis: who is told of a release', () => {
+  it('a client releasing its own holds publishes nothing; a release of another client\'s hold tells that client once', async () => {
+    const [a, b] = [await client(), await client()]
+    const heard: string[] = []
+    const listener = new Redis(server.port, '127.0.0.1')
+    listener.on('pmessage', (_pattern, channel, message) => heard.push(`${channel.endsWith('marker') ? 'marker' : channel}: ${message}`))
+    await listener.psubscribe('*')
+    try {
+      const grant = async (owner: string, mode: 'exclusive' | 'read'): Promise<HoldRef> => {
+        const spec = { name: fresh(`told-${mode}`), kind: mode === 'read' ? 'rwlock' : 'mutex', mode, fair: false, permits: 1, lockDelayMs: 0 } as const
+        const result = await a.driver.acquire({ ...spec, owner, ttlMs: ms(30_000), enqueue: false, queueTtlMs: 0, retry: false })
+        assert.equal(result.status, 'granted')
+        return { ...spec, owner, token: (result as { token: bigint }).token }
+      }
+      const own = `${a.keeper.clientId}.told`
+      // Both fast paths (an exclusive hold, a shared one), and the slow path (released by owner, without its token).
+      for (const mode of ['exclusive', 'read'] as const) assert.equal(await a.driver.release(await grant(`${own}${mode}`, mode)), true)
+      const { token: _, ...byOwner } = await grant(`${own}slow`, 'exclusive')
+      assert.equal(await a.driver.release(byOwner), true)
+      const other = await grant(`${own}other`, 'exclusive')
+      assert.equal(await b.driver.release(other), true)
+      assert.equal(await b.driver.release(other), false, 'released once')
+      await raw.publish('marker', 'end')
+      await withTimeout((async () => {
+        while (!heard.includes('marker: end')) await sleep(5)
+      })(), ms(10_000), 'the marker came back')
+      assert.deepEqual(heard, [`baton:wake:${a.keeper.clientId}: d|${other.owner}`, 'marker: end'])
+    } finally {
+      listener.disconnect()
+    }
+  })
+})
+
 describe('redis: downgrade races', () => {
   it('releasing the read handle while the downgrade is in flight leaves no read hold', async () => {
     const baton = await client()
@@ -268,3 +301,56 @@ async function waitUntil(check: () => Promise<boolean>, timeoutMs = ms(10_000)):
     while (!(await check())) await sleep(20)
   })(), timeoutMs, 'a condition')
 }
+
+describe('redis: weighted permits, a head that fits but has not come back yet', () => {
+  it('a non-fair newcomer takes only the room the head of the line leaves', async () => {
+    // The head's holder expired and its next attempt is not in yet (a paused
+    // client): light newcomers must not take the room it waits for.
+    const [a, c] = [await client(), await client()]
+    const name = fresh('weighted-head-back')
+    const spec = { name, kind: 'semaphore', mode: 'permit', fair: false, permits: 8, lockDelayMs: 0 } as const
+    const request = { ...spec, ttlMs: ms(300), enqueue: false, queueTtlMs: ms(60_000), retry: false }
+    const full = await a.driver.acquire({ ...request, owner: `${a.keeper.clientId}.full`, weight: 8 })
+    assert.equal(full.status, 'granted')
+    // A head of weight 4 that never comes back on its own (its client does not retry).
+    const head = `${a.keeper.clientId}.head`
+    const queued = await a.driver.acquire({ ...request, owner: head, weight: 4, enqueue: true, ttlMs: ms(20_000) })
+    assert.equal(queued.status, 'busy')
+    while ((await c.inspect(name))?.holders.length) await sleep(ms(50))
+    const semaphore = c.semaphore(name, { permits: 8, ttl: '20s' })
+    const light = []
+    for (let i = 0; i < 8; i++) {
+      const lease = await semaphore.tryAcquire({ weight: 1 })
+      if (lease) light.push(lease)
+    }
+    assert.equal(light.length, 4, 'the newcomers took the head\'s room')
+    const view = await c.inspect(name)
+    assert.deepEqual(view?.waiters.map((w) => w.weight), [4])
+    const back = await a.driver.acquire({ ...request, owner: head, weight: 4, enqueue: true, ttlMs: ms(20_000), retry: true })
+    assert.equal(back.status, 'granted', 'the head fits when it comes back')
+    for (const lease of light) await lease.release()
+    assert.equal(await a.driver.release({ ...spec, owner: head }), true)
+  })
+})
+
+describe('redis: a release in the lock delay', () => {
+  it('keeps the expired hold\'s phantom and answers false, as the memory store does', async () => {
+    // Released through another client (a lock server's other instance) after the lease ran out:
+    // the lock delay must still keep the name (its whole weight for a permit), and nothing was held.
+    const [a, b] = [await client(), await client()]
+    const mutexName = fresh('delay-mutex')
+    const semName = fresh('delay-permit')
+    const held = await a.mutex(mutexName, { ttl: ms(300), lockDelay: '30s' }).acquire()
+    const permit = await a.semaphore(semName, { permits: 8, ttl: ms(300), lockDelay: '30s' }).acquire({ weight: 5 })
+    while ((await b.inspect(mutexName))?.holders.length || (await b.inspect(semName))?.holders.length) await sleep(ms(50))
+    const mutexRef = { name: mutexName, kind: 'mutex', mode: 'exclusive', fair: false, permits: 1, lockDelayMs: 30_000, owner: held.owner, token: held.token } as const
+    const permitRef = { name: semName, kind: 'semaphore', mode: 'permit', fair: false, permits: 8, lockDelayMs: 30_000, weight: 5, owner: permit.owner, token: permit.token } as const
+    assert.equal(await b.driver.release(mutexRef), false, 'an expired mutex hold was not held')
+    assert.equal(await b.driver.release(permitRef), false, 'an expired permit was not held')
+    assert.equal(await b.mutex(mutexName).tryAcquire(), null, 'the lock delay still keeps the mutex')
+    assert.equal(await b.semaphore(semName, { permits: 8 }).tryAcquire({ weight: 4 }), null, 'the lock delay still keeps the permit\'s weight')
+    const light = await b.semaphore(semName, { permits: 8 }).tryAcquire({ weight: 3 })
+    assert.ok(light, 'the rest of the permits are free')
+    await light.release()
+  })
+})

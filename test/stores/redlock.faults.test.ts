@@ -17,7 +17,7 @@ import { connect, isBatonError, type Baton } from '../../src/index.js'
 import { aborted, withTimeout } from '../conformance/context.js'
 import { startProxy, type Proxy } from '../harness/proxy.js'
 import { startRedlock, type RedlockSetup } from '../harness/redlock.js'
-import { redisCommand } from '../harness/servers.js'
+import { addRedisUser, redisCommand, startRedis } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
 
 let three: RedlockSetup
@@ -233,6 +233,51 @@ describe('redlock: restart guard', () => {
   })
 })
 
+describe('redlock: restart guard per answer', () => {
+  it('an acquire that ioredis re-sends to a node just restarted empty does not vote (issue 15, defect 1)', async () => {
+    // Node 1 sits behind a proxy; its "restart" is a fresh empty server that
+    // takes its place, reached when ioredis reconnects and re-sends the
+    // acquire it never got an answer to. A per-node timeout well above the
+    // reconnect delay, as with ?timeout= above ~60 ms.
+    const fresh = await startRedis()
+    const proxy = await startProxy(three.nodes[0]!.port)
+    try {
+      const url = three.urlFor([proxy.port, three.nodes[1]!.port, three.nodes[2]!.port], `timeout=${ms(3000)}`)
+      const [a, b] = [await client(url), await client(url)]
+      const name = lockName('resent-to-restarted')
+      const first = await a.mutex(name, { ttl: '30s' }).acquire()
+      // Node 3 lost A's key without a restart this client could see (its
+      // keys went, its run_id stayed): only nodes 1 and 2 hold A now.
+      await redisCommand(three.nodes[2]!.port, ['FLUSHALL'])
+      proxy.pause()
+      const second = b.mutex(name, { ttl: '30s' }).tryAcquire().catch((error: unknown) => error)
+      await new Promise((resolve) => setTimeout(resolve, ms(200)))
+      proxy.retarget(fresh.port)
+      proxy.dropConnections()
+      proxy.resume()
+      const outcome = await second
+      assert.ok(outcome === null || quorumLost(outcome), `B was granted while A holds: ${String(outcome)}`)
+      assert.equal(first.signal.aborted, false)
+      await first.release()
+    } finally {
+      await proxy.close()
+      await fresh.stop()
+    }
+  })
+})
+
+describe('redlock: credentials', () => {
+  it('a wrong password on every node is UNAUTHORIZED, not a retryable QUORUM_NOT_REACHED (issue 15, defect 10)', async () => {
+    await Promise.all(three.nodes.map((node) => addRedisUser(node.port, 'app', 'right-password')))
+    const url = three.urlFor(three.nodes.map((node) => node.port)).replace('redlock://', 'redlock://app:wrong-password@')
+    const error = await connect(url, { connectTimeout: ms(3000) }).then((c) => c.close(), (e: unknown) => e)
+    assert.ok(isBatonError(error, 'UNAUTHORIZED'), String(error))
+    assert.equal(error.retryable, false)
+    assert.match(error.message, /app/)
+    assert.doesNotMatch(error.message, /wrong-password/)
+  })
+})
+
 describe('redlock: the network between client and one node (TCP proxy)', () => {
   let proxies: Proxy[] = []
   afterEach(async () => {
@@ -240,6 +285,11 @@ describe('redlock: the network between client and one node (TCP proxy)', () => {
   })
 
   const holdKey = (name: string): string => `baton:{${name}}:x`
+  /** 1 while the node's hold key holds a hold; a free key keeps only the counter ("<counter>|<flag>"). */
+  const held = async (port: number, name: string): Promise<number> => {
+    const value = await redisCommand(port, ['GET', holdKey(name)])
+    return value === null || /^\d+\|[-s]$/.test(String(value)) ? 0 : 1
+  }
 
   it('delays pushing elapsed past the ttl: the acquire fails and is released everywhere', async () => {
     proxies = await Promise.all([startProxy(three.nodes[0]!.port), startProxy(three.nodes[1]!.port)])
@@ -253,7 +303,7 @@ describe('redlock: the network between client and one node (TCP proxy)', () => {
       return true
     })
     for (const proxy of proxies) proxy.setDelay(0)
-    for (const node of three.nodes) assert.equal(await redisCommand(node.port, ['EXISTS', holdKey(name)]), 0)
+    for (const node of three.nodes) assert.equal(await held(node.port, name), 0)
   })
 
   it('a held-back reply: the late grant on that node is still released', async () => {
@@ -268,7 +318,7 @@ describe('redlock: the network between client and one node (TCP proxy)', () => {
     // The node runs the held-back acquire, then the release behind it.
     const port = three.nodes[2]!.port
     await withTimeout((async () => {
-      while (Number(await redisCommand(port, ['EXISTS', holdKey(name)])) !== 0 ||
+      while ((await held(port, name)) !== 0 ||
         Number(await redisCommand(port, ['DBSIZE'])) === 0) await new Promise((r) => setTimeout(r, 20))
     })(), ms(5000), 'the late acquire and its release on the held-back node')
   })

@@ -158,12 +158,6 @@ describe('zookeeper faults', () => {
     }
   })
 
-  it('a lock delay is refused with INVALID_ARGUMENT, never ignored', async () => {
-    const baton = await client(`zk://${single.hosts}`)
-    await assert.rejects(baton.mutex('faults/delay', { lockDelay: '1s' }).acquire(), (e) => isBatonError(e, 'INVALID_ARGUMENT') && /lockDelay/.test((e as Error).message))
-    assert.equal(await baton.inspect('faults/delay'), null, 'and nothing was left in the store')
-  })
-
   it('an unreachable ensemble gives a prompt BACKEND_UNAVAILABLE', async () => {
     const port = await freePort()
     const error = await withTimeout(connect(`zk://127.0.0.1:${port}`, { connectTimeout: ms(1000) }).catch((e: unknown) => e), ms(15_000), 'connect to fail')

@@ -11,5 +11,10 @@ runConformance('zk://', async () => {
     pause: () => server.pause(),
     resume: () => server.resume(),
     close: () => zk.stop(),
+    // kill -9 and start again on the same data directory (sessions survive a short outage).
+    faults: {
+      ports: [server.port],
+      restart: () => server.restart(),
+    },
   }
 })

@@ -32,6 +32,16 @@ describe('lease ids', () => {
     const write = { ...ref, kind: 'rwlock', mode: 'write', token: 1n } as const
     assert.deepEqual(decodeLeaseId(encodeLeaseId(write, write.ttlMs)), write)
   })
+  it('weighted permits: the weight round-trips; a weight of 1 leaves the id as before', () => {
+    const permit = { ...ref, kind: 'semaphore', mode: 'permit', permits: 8 } as const
+    const weighted = { ...permit, weight: 3 } as const
+    assert.deepEqual(decodeLeaseId(encodeLeaseId(weighted, weighted.ttlMs)), weighted)
+    assert.equal(encodeLeaseId({ ...permit, weight: 1 }, permit.ttlMs), encodeLeaseId(permit, permit.ttlMs))
+    assert.deepEqual(decodeLeaseId(encodeLeaseId({ ...permit, weight: 1 }, permit.ttlMs)), permit)
+    for (const bad of [{ ...permit, weight: 9 }, { ...ref, weight: 2 }]) {
+      assert.equal(decodeLeaseId(encodeLeaseId(bad as never, ref.ttlMs)), null, JSON.stringify(bad, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)))
+    }
+  })
   it('anything else is not a lease id', () => {
     const bytes = Buffer.from(encodeLeaseId(ref, ref.ttlMs), 'base64url')
     const id = (b: Buffer) => b.toString('base64url')

@@ -17,6 +17,19 @@ function failure(run: () => unknown): BatonError {
 }
 
 describe('store URL credentials', () => {
+  it('a password with an unencoded "#" or "?" (also with "@" and "/") is parsed and never echoed (issue 15, defect 9)', () => {
+    for (const secret of ['pa#ss', 'pa?ss', 'pa#ss@w/rd-1', 'x#y?z']) {
+      const url = parseStoreUrl(`redis://app:${secret}@127.0.0.1:6379`)
+      assert.equal(url.password, secret)
+      assert.deepEqual(url.hosts, [{ host: '127.0.0.1', port: 6379 }])
+      assert.ok(!url.display.includes(secret) && !maskUrl(`redis://app:${secret}@127.0.0.1:6379`).includes(secret))
+      const bad = failure(() => parseStoreUrl(`redis://app:${secret}@127.0.0.1:99999`))
+      assert.ok(!bad.message.includes(secret), bad.message)
+      const shapeless = failure(() => parseStoreUrl(`redis://app:${secret}@@`))
+      assert.ok(!shapeless.message.includes(secret), shapeless.message)
+    }
+  })
+
   it('parses passwords holding "@", "/" and ":" unescaped', () => {
     const url = parseStoreUrl('redis://app:s3cr/et@db.example:6380/2?prefix=p')
     assert.equal(url.username, 'app')

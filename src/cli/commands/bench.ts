@@ -5,7 +5,7 @@ import { analyzeGrants, contendedFlows, sequentialPairs } from '../../bench/flow
 import { wallNow } from '../../bench/time.js'
 import { connect } from '../../connect.js'
 import { parseStoreUrl } from '../../core/url.js'
-import { durationFlag, EXIT, intFlag, parse, print, STORE_OPTION, storeUrl, textTable, type Command } from '../common.js'
+import { DURATIONS_NOTE, durationFlag, EXIT, intFlag, parse, print, STORE_OPTION, storeUrl, textTable, type Command } from '../common.js'
 
 const USAGE = 'usage: baton bench [--store URL] [--seconds 3s] [--contenders 4]'
 
@@ -16,19 +16,22 @@ A short benchmark of a store, as you would run it before choosing one:
   2. contended: several clients (separate connections) fight over one lock,
      each re-acquiring at once after a release; counts grants, hand-overs to
      another client, and the time from a release to the next holder's grant.
-It uses a fresh lock name under baton-bench/ and leaves nothing behind.
+It uses fresh lock names under baton-bench/ and releases every hold; what a
+store keeps for a finished name (its fencing counter) goes after the store
+URL's fenceTtl (1 hour by default; e.g. ?fenceTtl=1m on the URL).
 Progress shows on a terminal; piped, only the summary is printed.
 
 options:
   --store URL        the store (default: BATON_URL, else memory://, the embedded store)
   --seconds D        how long each part runs (default 3s)
   --contenders N     clients in the contended part, 2 to 64 (default 4)
+${DURATIONS_NOTE}
 
 exit status: 0 done; 1 a part failed or saw two holders at once; 69 store unreachable; 2 bad usage.
 
 examples:
   baton bench --store redis://127.0.0.1:6379
-  baton bench --store http://baton-server:7420 --seconds 10s --contenders 16`
+  baton bench --store http://baton-server:7420 --seconds 10 --contenders 16`
 
 export const bench: Command = {
   usage: USAGE,

@@ -1,7 +1,7 @@
 import { connect } from '../../connect.js'
 import type { AcquireEvent } from '../../core/events.js'
 import { channels } from '../../core/events.js'
-import { EXIT, intFlag, parse, print, STORE_OPTION, type Command } from '../common.js'
+import { DURATIONS_NOTE, durationFlag, EXIT, intFlag, parse, print, STORE_OPTION, type Command } from '../common.js'
 
 export interface DemoOptions {
   url?: string
@@ -50,7 +50,7 @@ export async function demo(options: DemoOptions): Promise<void> {
   await baton.close()
 }
 
-const DEMO_USAGE = 'usage: baton demo [--store URL] [--workers N] [--seconds S]'
+const DEMO_USAGE = 'usage: baton demo [--store URL] [--workers N] [--seconds 3s]'
 
 export const demoCommand: Command = {
   usage: DEMO_USAGE,
@@ -63,7 +63,8 @@ and whether a release handed it over directly. Runs on the embedded store
 options:
   --store URL    the store (default: BATON_URL, else memory://)
   --workers N    contending workers, 1 to 1000 (default 4)
-  --seconds S    how long to run, 1 to 1000 (default 3)
+  --seconds D    how long to run (default 3s)
+${DURATIONS_NOTE}
 
 example:
   baton demo --store redis://127.0.0.1:6379 --workers 8`,
@@ -78,7 +79,7 @@ example:
     await demo({
       ...(url ? { url } : {}),
       workers: intFlag(values.workers ?? '4', '--workers', 1, 1000),
-      seconds: intFlag(values.seconds ?? '3', '--seconds', 1, 1000),
+      seconds: durationFlag(values.seconds ?? '3s', '--seconds') / 1000,
       out: print,
     })
     return EXIT.ok

@@ -1,13 +1,15 @@
 import { connect } from '../../connect.js'
-import { EXIT, JSON_OPTION, parse, print, STORE_OPTION, storeUrl, textTable, timeLeft, toJson, type Command } from '../common.js'
+import { age, EXIT, JSON_OPTION, parse, print, STORE_OPTION, storeUrl, textTable, timeLeft, toJson, whoText, modeText, type Command } from '../common.js'
 import { jsonView } from './ls.js'
 
 const USAGE = 'usage: baton inspect <name> [--json] [--store URL]'
 
 const HELP = `${USAGE}
 
-Shows one lock: its kind, every holder (mode, fencing token, time left), the
-waiting line in the order it will be served, and the last token granted.
+Shows one lock: its kind, every holder (mode, fencing token, owner, held for,
+time left, who: host, pid, program, the command of a "baton run"), the waiting
+line in the order it will be served (with who waits and for how long), and the
+last token granted.
 
 options:
   --json         JSON for scripts: the lock, or null when nobody holds or awaits it
@@ -43,11 +45,14 @@ export const inspect: Command = {
           `kind:        ${view.kind}${view.kind === 'semaphore' ? `, ${view.permits} permits` : ''}${view.fair ? ', fair' : ''}`,
           `last token:  ${view.lastToken}`,
           `holders:     ${view.holders.length || 'none'}`,
-          ...(view.holders.length ? [indent(textTable(['MODE', 'TOKEN', 'HOLDER', 'LEFT'],
-            view.holders.map((h) => [h.mode, String(h.token), h.owner, timeLeft(h.expiresAt, now)])))] : []),
+          ...(view.holders.length ? [indent(textTable(['MODE', 'TOKEN', 'HOLDER', 'HELD', 'LEFT', 'WHO'],
+            view.holders.map((h) => [
+              modeText(h), String(h.token), h.owner, h.since === undefined ? '-' : age(h.since, now), timeLeft(h.expiresAt, now), whoText(h.description),
+            ])))] : []),
           `waiting:     ${view.waiters.length || 'none'}`,
-          ...(view.waiters.length ? [indent(textTable(['#', 'MODE', 'OWNER'],
-            view.waiters.map((w, i) => [String(i + 1), w.mode, w.owner])))] : []),
+          ...(view.waiters.length ? [indent(textTable(['#', 'MODE', 'OWNER', 'WAITING', 'WHO'],
+            view.waiters.map((w, i) => [String(i + 1), modeText(w), w.owner, w.since === undefined ? '-' : age(w.since, now), whoText(w.description)])))] : []),
+          ...(view.note ? [`note:        ${view.note}`] : []),
         ].join('\n'))
       }
       return view ? EXIT.ok : EXIT.notFound

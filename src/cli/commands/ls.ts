@@ -1,17 +1,20 @@
 import type { LockView } from '../../baton.js'
 import { connect } from '../../connect.js'
-import { EXIT, JSON_OPTION, parse, print, STORE_OPTION, storeUrl, textTable, timeLeft, toJson, type Command } from '../common.js'
+import { age, EXIT, JSON_OPTION, parse, print, STORE_OPTION, storeUrl, textTable, timeLeft, toJson, whoText, modeText, type Command } from '../common.js'
 
 const USAGE = 'usage: baton ls [--prefix P] [--json] [--store URL]'
 
 const HELP = `${USAGE}
 
 Lists the locks in use (held or awaited), sorted by name: one line per holder
-with its mode, fencing token and time left, and how many wait in line.
+with its mode, fencing token, owner, how long it has held the lock, time
+left, how many wait in line, and who the holder is (host, pid, program, and
+the command of a "baton run"), where the store keeps that.
 
 options:
   --prefix P     only names starting with P
-  --json         a JSON array for scripts (tokens as decimal strings, expiresAt in epoch ms)
+  --json         a JSON array for scripts (tokens as decimal strings, expiresAt and
+                 since in epoch ms, description as the JSON text the store keeps)
   --store URL    the store (default: BATON_URL); memory:// is refused
 
 exit status: 0 listed (also when nothing is in use); 69 store unreachable; 77 refused; 2 bad usage.
@@ -54,12 +57,12 @@ export function lockTable(locks: readonly LockView[]): string {
   for (const lock of locks) {
     const kind = `${lock.kind}${lock.kind === 'semaphore' ? `(${lock.permits})` : ''}${lock.fair ? ' fair' : ''}`
     const waiting = String(lock.waiters.length)
-    if (lock.holders.length === 0) rows.push([lock.name, kind, '-', '-', '-', '-', waiting])
+    if (lock.holders.length === 0) rows.push([lock.name, kind, '-', '-', '-', '-', '-', waiting, ''])
     lock.holders.forEach((h, i) => {
-      rows.push(i === 0
-        ? [lock.name, kind, h.mode, String(h.token), h.owner, timeLeft(h.expiresAt, now), waiting]
-        : ['', '', h.mode, String(h.token), h.owner, timeLeft(h.expiresAt, now), ''])
+      const held = h.since === undefined ? '-' : age(h.since, now)
+      const cells = [modeText(h), String(h.token), h.owner, held, timeLeft(h.expiresAt, now)]
+      rows.push(i === 0 ? [lock.name, kind, ...cells, waiting, whoText(h.description)] : ['', '', ...cells, '', whoText(h.description)])
     })
   }
-  return textTable(['NAME', 'KIND', 'MODE', 'TOKEN', 'HOLDER', 'LEFT', 'WAITING'], rows)
+  return textTable(['NAME', 'KIND', 'MODE', 'TOKEN', 'HOLDER', 'HELD', 'LEFT', 'WAITING', 'WHO'], rows)
 }

@@ -1,15 +1,21 @@
 import { readFileSync } from 'node:fs'
 import {
   Etcd3, EtcdAuthenticationFailedError, EtcdInvalidAuthTokenError, EtcdPermissionDeniedError,
-  GRPCUnauthenticatedError, type IOptions,
+  GRPCUnauthenticatedError, isRecoverableError, type IOptions,
 } from 'etcd3'
-import { noop } from 'cockatiel'
+import { circuitBreaker, ConsecutiveBreaker, handleWhen, noop } from 'cockatiel'
 import type { DriverOptions } from '../../core/driver.js'
 import { diagnoseFailure, type NodeHealth } from '../sequenced/quorum.js'
 import { BatonError, backendUnavailable, invalidArgument } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 
 const DEFAULT_PORT = 2379
+const RECONNECT_BACKOFF_MAX_MS = 1000
+
+const memberBreaker = () => circuitBreaker(handleWhen(isRecoverableError), {
+  halfOpenAfter: 1000,
+  breaker: new ConsecutiveBreaker(3),
+})
 
 export interface EtcdTarget {
   readonly options: IOptions
@@ -46,6 +52,17 @@ export function etcdTarget(url: StoreUrl, options: DriverOptions): EtcdTarget {
   const etcdOptions: IOptions = {
     hosts,
     dialTimeout: options.connectTimeoutMs,
+    // grpc-js shares one connection per address between all channels of the
+    // process, with its reconnect backoff (up to 2 min): a client opened, or a
+    // service re-created by etcd3 after an error, would wait out the backoff
+    // an earlier, dead connection earned. Each channel gets its own, and a
+    // lost one is dialled again within a second.
+    grpcOptions: { 'grpc.use_local_subchannel_pool': 1, 'grpc.max_reconnect_backoff_ms': RECONNECT_BACKOFF_MAX_MS },
+    // etcd3's default breaker refuses every request to a member for 5 s after
+    // 3 failures. With one member there is nowhere else to send them, so it
+    // only delays the recovery; with several, a failing member is skipped for
+    // one second, then tried again.
+    faultHandling: { host: () => (hosts.length === 1 ? noop : memberBreaker()) },
     defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + deadline }),
     ...(url.username !== undefined ? { auth: { username: url.username, password: url.password ?? '' } } : {}),
     ...(tls ? caOption(url) : {}),
@@ -71,6 +88,11 @@ export function etcdFailure(display: string, cause: unknown): BatonError {
     cause instanceof GRPCUnauthenticatedError || cause instanceof EtcdPermissionDeniedError
   ) {
     return new BatonError('UNAUTHORIZED', `the etcd store at ${display} refused the user name or password in the URL (${(cause as Error).message})`, { cause })
+  }
+  // etcd with auth on answers a request without a user at once; that is no outage.
+  const message = cause instanceof Error ? cause.message : String(cause)
+  if (/user name is empty/i.test(message)) {
+    return new BatonError('UNAUTHORIZED', `the etcd store at ${display} has authentication on and the URL names no user (etcd said: user name is empty); use etcd://user:password@host:port`, { cause })
   }
   return backendUnavailable(`etcd store at ${display}`, cause)
 }
@@ -113,9 +135,23 @@ async function memberHealth(target: EtcdTarget, host: string): Promise<NodeHealt
 export async function openEtcd(target: EtcdTarget, timeoutMs: number): Promise<Etcd3> {
   const client = new Etcd3(target.options)
   let timer: NodeJS.Timeout | undefined
+  const deadline = Date.now() + timeoutMs
+  // A member not reachable yet fails a request at once (its connection is
+  // refused or reset): asked again until the connect timeout.
+  const probe = async (): Promise<void> => {
+    for (;;) {
+      try {
+        await client.get('\u0000baton-probe').string()
+        return
+      } catch (cause) {
+        if (etcdFailure(target.display, cause).code !== 'BACKEND_UNAVAILABLE' || Date.now() + 100 >= deadline) throw cause
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    }
+  }
   try {
     await Promise.race([
-      client.get('\u0000baton-probe').string(),
+      probe(),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
       }),

@@ -1,18 +1,22 @@
-import type { Etcd3, IRangeRequest, IRequestOp, Lease, Watcher } from 'etcd3'
+import type { Etcd3, IRangeRequest, IRequestOp, Lease, WatchBuilder, Watcher } from 'etcd3'
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
   HoldRef, HolderSummary, ListPage, LockInfo, LockSpec, Wake,
 } from '../../core/driver.js'
 import { compareNames, inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { monotonicNow } from '../../core/clock.js'
+import { weightOf } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
-import { blockersOf, conflictIn, decodeEntry, encodeEntry, noLockDelay, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
-import { busyIn, newSlot, Slots, type Slot, type SlotStore } from '../sequenced/slots.js'
+import { invalidArgument } from '../../core/errors.js'
+import {
+  blockersOf, conflictIn, decodeEntry, encodeEntry, encodeNote, holdersIn, looksLikeEntry, summaryOf, waiterSummaryOf, waitersIn, type LineEntry,
+} from '../sequenced/line.js'
+import { busyIn, newSlot, Slots, STILL_REMOVING, type Slot, type SlotStore } from '../sequenced/slots.js'
 import { etcdDiagnosis, etcdTarget, openEtcd, type EtcdTarget } from './connection.js'
 
 const CAPABILITIES: Capabilities = {
-  // Expiry of a crashed client's keys is etcd's lease expiry: no phantom slot can outlive it.
-  fair: true, rwlock: true, semaphore: true, lockDelay: false, handoff: true, durableTokens: true,
+  // Lock delay: an expired hold's key moves to a lease of the delay; a crashed client's lease outlives its holds by it.
+  fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: true,
 }
 
 /** The shortest lease asked for; etcd raises it to its own floor (1.5 × election timeout, 2 s by default). */
@@ -73,6 +77,12 @@ class ClientLease {
 /** An entry of this client: its key (the slot id), value and the lease it rides on. */
 interface EtcdSlot extends Slot {
   value: string
+  /**
+   * A leader election candidate: `value` is the bare announced value (etcd's
+   * election layout), not baton's spec; the key is known as this owner's
+   * by its id alone (EtcdDriver.candidates).
+   */
+  candidate: boolean
   lease: ClientLease
   /**
    * The entries before this waiter as of `seenAt`, kept current from the
@@ -127,27 +137,70 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   private readonly leases = new Map<number, ClientLease>()
   private readonly slots = new Slots<EtcdSlot>(this)
   private readonly names = new Map<string, NameWatch>()
+  /** Every watcher this client made, to detach them all on close (see close). */
+  private readonly watchers = new Set<Watcher>()
   private closed = false
 
   constructor(
     private readonly client: Etcd3,
     private readonly target: EtcdTarget,
     private readonly clientId: string,
-    private readonly idleWatcher: Watcher,
-  ) {}
+    private idleWatcher: Watcher,
+  ) {
+    this.watchers.add(idleWatcher)
+    this.keepIdle(idleWatcher)
+  }
+
+  /** etcd3's `create()`, keeping the watcher even while it is not yet connected. */
+  private createWatch(builder: WatchBuilder): Promise<Watcher> {
+    const watcher = builder.watcher()
+    this.watchers.add(watcher)
+    watcher.once('end', () => this.watchers.delete(watcher))
+    return new Promise((resolve, reject) => {
+      watcher.once('connected', () => resolve(watcher))
+      watcher.once('error', reject)
+    })
+  }
+
+  /**
+   * etcd3 tears its watch stream down with the last watcher: the idle watcher
+   * keeps it up. etcd cancels it too when it can not resume it (compacted),
+   * so it is then made again.
+   */
+  private keepIdle(watcher: Watcher): void {
+    watcher.on('disconnected', () => resumeFromNow(watcher))
+    watcher.on('error', () => {
+      const again = (): void => {
+        if (this.closed) return
+        this.createWatch(this.client.watch().key(idleKey(this.target))).then((fresh) => {
+          if (this.closed) return void fresh.cancel().catch(() => {})
+          this.idleWatcher = fresh
+          this.keepIdle(fresh)
+        }, () => setTimeout(again, 1000).unref())
+      }
+      again()
+    })
+  }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
     const known = this.slots.get(request.owner)
     if (known?.held) return this.slots.granted(known)
     if (known) return this.refreshWaiter(known, request)
-    const noDelay = noLockDelay('etcd', request)
-    if (noDelay) return { status: 'conflict', detail: noDelay }
 
     const watch = this.watchName(request.name)
     await this.guard(this.watchReady(request.name, watch))
-    const lease = await this.leaseFor(request.ttlMs)
+    const lease = await this.leaseFor(request.ttlMs, request.lockDelayMs)
+    // The key is found again by its name: never while this client is deleting it.
+    if (!(await this.slots.settled(request.owner))) return STILL_REMOVING
     const key = `${this.linePrefix(request.name)}${lease.hex}.${request.owner.slice(this.clientId.length + 1)}`
-    const value = encodeEntry(request)
+    const candidate = request.value !== undefined
+    if (candidate && looksLikeEntry(request.value)) {
+      return { status: 'conflict', detail: `an election value on etcd must not start like a baton line entry ("mx1|…"): etcd keeps the bare value as the key's value` }
+    }
+    // Who asked and when (by this client's clock: etcd keeps none), for inspect.
+    // A candidate's key holds its bare value, as in etcd's own election layout (see proclaim).
+    const value = candidate ? request.value : `${encodeEntry(request)}\n${encodeNote({ description: request.description, since: Date.now() })}`
+    if (candidate) this.candidates.set(key, request.owner)
     const range = this.lineRange(request.name)
     const reply = await this.guard(this.client.kv.txn({
       compare: [{ key: Buffer.from(key), target: 'Create', result: 'Equal', create_revision: 0 }],
@@ -156,23 +209,32 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     }))
     const read = this.parseLine(request.name, reply.responses[reply.succeeded ? 1 : 0]!.response_range.kvs, BigInt(reply.header.revision))
     const mine = read.line.find((e) => e.id === key)
-    if (!mine) return { status: 'busy', retryAfterMs: 1 } // dropped at once (forced): try again
+    // Dropped at once (forced), or already reported deleted by the watch after this read: try again.
+    const deletedSince = watch.changed.get(key)
+    if (!mine || (deletedSince?.deleted && deletedSince.revision > read.revision)) {
+      this.candidates.delete(key)
+      return { status: 'busy', retryAfterMs: 1 }
+    }
+    // A key found again (a retry after a lost reply) is this owner's entry only on the
+    // lease it was put on: one moved to a lock delay's lease is an expired hold's phantom.
+    if (!reply.succeeded && read.leases.get(key) !== lease.id) return { status: 'busy', retryAfterMs: Math.max(1, request.lockDelayMs) }
 
     const conflict = conflictIn(read.line, request)
     if (conflict) {
-      await this.deleteKeys([key])
+      this.candidates.delete(key)
+      await this.slots.remove(request.owner, () => this.deleteOwn(key, mine.token))
       return { status: 'conflict', detail: conflict }
     }
     const slot = newSlot<EtcdSlot>({
       owner: request.owner, name: request.name, id: key, kind: request.kind, mode: request.mode,
-      permits: request.permits, token: mine.token, ttlMs: request.ttlMs, value, lease,
+      permits: request.permits, weight: weightOf(request), lockDelayMs: request.lockDelayMs, token: mine.token, ttlMs: request.ttlMs, value, lease, candidate,
     })
     this.adopt(slot, watch)
     const placed = this.slots.place(slot, read.line, { line: read.line, revision: read.revision } satisfies LineMarker)
     if (placed === 'granted') return this.slots.granted(slot)
     if (!request.enqueue) {
       this.slots.forget(slot)
-      await this.deleteKeys([key])
+      await this.slots.remove(slot.owner, () => this.drop(slot))
     } else if (this.slots.get(slot.owner) === slot) {
       this.slots.keepWaiting(slot, request.queueTtlMs)
     }
@@ -183,11 +245,11 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     return Promise.all(holds.map(async (hold): Promise<ExtendResult> => {
       const slot = this.slots.get(hold.owner)
       if (!slot || !slot.held || slot.name !== hold.name || slot.token !== hold.token) return LOST
-      const lease = await this.leaseFor(ttlMs)
+      const lease = await this.leaseFor(ttlMs, hold.lockDelayMs)
       // A new ttl can need a lease of another length: the key moves to it and keeps its create revision.
       const moving = lease !== slot.lease
       const reply = await this.guard(this.client.kv.txn({
-        compare: [{ key: Buffer.from(slot.id), target: 'Value', result: 'Equal', value: Buffer.from(slot.value) }],
+        compare: [this.sameEntry(slot)],
         success: moving ? [{ request_put: { key: Buffer.from(slot.id), value: Buffer.from(slot.value), lease: lease.id } }] : [],
       }))
       if (!reply.succeeded || this.slots.get(hold.owner) !== slot) {
@@ -208,27 +270,26 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   async release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
     const slot = this.slots.get(hold.owner)
     if (!slot || slot.name !== hold.name) {
-      // An attempt whose reply was lost may still have made a key: its name is known for each lease.
+      // An attempt whose reply was lost may still have made a key on a live
+      // lease: its key is known for each lease (`<lease>.<owner>`, as a retry
+      // finds it), and it is deleted again and again until etcd answers.
       if (!('token' in hold) && hold.owner.startsWith(`${this.clientId}.`)) {
         const tail = hold.owner.slice(this.clientId.length + 1)
-        await this.deleteKeys([...this.leases.values()].map((l) => `${this.linePrefix(hold.name)}${l.hex}.${tail}`))
+        await this.slots.removeLeftovers(hold.owner, () =>
+          this.deleteFound([...this.leases.values()].map((l) => `${this.linePrefix(hold.name)}${l.hex}.${tail}`)))
       }
       return false
     }
     this.slots.forget(slot)
-    try {
-      await this.deleteKeys([slot.id])
-    } catch (error) {
-      this.slots.deleteEntry(slot)
-      throw error
-    }
+    await this.slots.remove(slot.owner, () => this.drop(slot))
     return slot.held
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {
     const slot = this.slots.get(hold.owner)
     if (!slot || !slot.held || slot.mode !== 'write' || slot.token !== hold.token) return false
-    const value = encodeEntry({ ...hold, mode: 'read' })
+    const note = slot.value.indexOf('\n')
+    const value = encodeEntry({ ...hold, mode: 'read' }) + (note >= 0 ? slot.value.slice(note) : '')
     const reply = await this.guard(this.client.kv.txn({
       compare: [{ key: Buffer.from(slot.id), target: 'Value', result: 'Equal', value: Buffer.from(slot.value) }],
       success: [{ request_put: { key: Buffer.from(slot.id), value: Buffer.from(value), lease: slot.lease.id } }],
@@ -245,6 +306,82 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
     return this.slots.watch(owner, onWake)
+  }
+
+  /**
+   * A candidate's key is still its own: the same create revision (its
+   * token), as etcd's Election.Proclaim checks, so a proclaim crossing a
+   * renewal never fails it. Other entries: the same value, as always.
+   */
+  private sameEntry(slot: EtcdSlot) {
+    return slot.candidate
+      ? { key: Buffer.from(slot.id), target: 'Create' as const, result: 'Equal' as const, create_revision: String(slot.token) }
+      : { key: Buffer.from(slot.id), target: 'Value' as const, result: 'Equal' as const, value: Buffer.from(slot.value) }
+  }
+
+  /** Keys of this client's election candidates → their owners: their values are bare, so parseLine knows them by key. */
+  private readonly candidates = new Map<string, string>()
+
+  /** etcd's Election.Proclaim: puts the bare value on the leader's key if its create revision is unchanged. */
+  async proclaim(hold: HoldRef, value: string): Promise<boolean> {
+    const slot = this.slots.get(hold.owner)
+    if (!slot || !slot.held || !slot.candidate || slot.token !== hold.token || slot.name !== hold.name) return false
+    if (looksLikeEntry(value)) throw invalidArgument(`an election value on etcd must not start like a baton line entry ("mx1|…"): etcd keeps the bare value as the key's value`)
+    const reply = await this.guard(this.client.kv.txn({
+      compare: [this.sameEntry(slot)],
+      success: [{ request_put: { key: Buffer.from(slot.id), value: Buffer.from(value), lease: slot.lease.id } }],
+    }))
+    if (!reply.succeeded) {
+      this.slots.forget(slot)
+      return false
+    }
+    slot.value = value
+    return true
+  }
+
+  /** Election observers by name, with the prefix watch that tells them (`<name>/`, as the line's). */
+  private readonly observed = new Map<string, { observers: Set<() => void>; ready: Promise<Watcher> }>()
+
+  /**
+   * A watch on the name's line prefix: every put (a new candidate, a
+   * proclaim, a lease move) and delete (a resign, a lease that ran out,
+   * a forced release) is a notice; so is a reconnect, after which what
+   * changed meanwhile is read, not replayed.
+   */
+  observe(name: string, onChange: () => void): () => void {
+    let entry = this.observed.get(name)
+    if (!entry) {
+      const observers = new Set<() => void>()
+      const tell = () => { for (const each of observers) each() }
+      const ready = this.createWatch(this.client.watch().prefix(this.linePrefix(name)))
+      const made = { observers, ready }
+      entry = made
+      this.observed.set(name, made)
+      ready.then((watcher) => {
+        watcher.on('put', tell)
+        watcher.on('delete', tell)
+        watcher.on('disconnected', () => resumeFromNow(watcher))
+        watcher.on('connected', tell)
+        watcher.on('error', () => {
+          // Cancelled by etcd: the next observer of the name makes a new watch; these look once more.
+          if (this.observed.get(name) === made) this.observed.delete(name)
+          tell()
+        })
+        // Once watching, a look: a change before the watch started is not missed.
+        tell()
+      }, () => {
+        if (this.observed.get(name) === made) this.observed.delete(name)
+      })
+    }
+    const mine = () => onChange()
+    const { observers, ready } = entry
+    observers.add(mine)
+    return () => {
+      observers.delete(mine)
+      if (observers.size > 0 || this.observed.get(name)?.ready !== ready) return
+      this.observed.delete(name)
+      void ready.then((w) => w.cancel(), () => {}).catch(() => {})
+    }
   }
 
   async inspect(name: string): Promise<LockInfo | null> {
@@ -267,7 +404,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     const first = read.line[0]!
     return {
       name, kind: first.kind, fair: true, permits: first.permits, holders: summaries,
-      waiters: waitersIn(read.line).map((e) => ({ owner: e.owner, mode: e.mode })),
+      waiters: waitersIn(read.line).map(waiterSummaryOf),
       lastToken: holders.reduce((max, h) => (h.token > max ? h.token : max), 0n),
       note: `etcd lease of the holders: ${granted.map((s) => `${s} s`).join(', ') || 'unknown'} ` +
         '(asked: 1.5 × ttl; etcd raises leases to its floor, 1.5 × its election timeout, 2 s by default): a live client ends each hold at its ttl; ' +
@@ -313,8 +450,29 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     this.leases.clear()
     for (const watch of this.names.values()) void watch.ready.then((w) => w.cancel(), () => {})
     this.names.clear()
-    await this.idleWatcher.cancel().catch(() => {})
+    for (const { ready } of this.observed.values()) void ready.then((w) => w.cancel(), () => {})
+    this.observed.clear()
+    // etcd3 waits for etcd to confirm a watch's cancel, which never comes over
+    // a cut or stalled stream: closing the client ends the stream anyway.
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([
+      this.idleWatcher.cancel().catch(() => {}),
+      new Promise((resolve) => (timer = setTimeout(resolve, this.target.commandTimeoutMs))),
+    ])
+    clearTimeout(timer)
     this.client.close()
+    // etcd3 re-opens its watch stream, forever and on a timer, while any
+    // watcher is attached, even to a closed client: one whose cancel etcd
+    // never confirmed (a cut stream), or one not yet connected (whose
+    // create() never resolved, so nobody could cancel it), kept the process
+    // alive. Once the stream is down (it says so with 'disconnected'), a
+    // cancel detaches at once; each is also tried now.
+    for (const watcher of this.watchers) {
+      watcher.removeAllListeners('disconnected')
+      watcher.on('disconnected', () => detach(watcher))
+      detach(watcher)
+    }
+    this.watchers.clear()
   }
 
   // ---- SlotStore ----
@@ -322,7 +480,21 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   async drop(slot: EtcdSlot): Promise<void> {
     // Even when etcd3 reported the lease lost: etcd may still keep it (a new
     // leader renews every lease), so the key is deleted all the same.
-    await this.deleteKeys([slot.id])
+    await this.deleteOwn(slot.id, slot.token)
+  }
+
+  /**
+   * The key stays where it is in the line (a put keeps its create revision)
+   * but moves to a lease of its own, of the delay, that nobody renews: etcd
+   * deletes it when the delay is over, whether or not this client lives.
+   */
+  async keepForLockDelay(slot: EtcdSlot): Promise<void> {
+    const { ID } = await this.guard(this.client.leaseClient.leaseGrant({ TTL: lockDelaySeconds(slot.lockDelayMs), ID: 0 }))
+    // Only while the key is still this hold's: a forced release ends it without a delay.
+    await this.guard(this.client.kv.txn({
+      compare: [{ key: Buffer.from(slot.id), target: 'Value', result: 'Equal', value: Buffer.from(slot.value) }],
+      success: [{ request_put: { key: Buffer.from(slot.id), value: Buffer.from(slot.value), lease: ID } }],
+    }))
   }
 
   async readLine(slot: EtcdSlot): Promise<{ line: LineEntry[]; marker: unknown }> {
@@ -363,7 +535,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   /** Holds now if nothing before it blocks it; else waits for its new blockers. */
   private settle(slot: EtcdSlot): void {
     if (slot.held || this.slots.get(slot.owner) !== slot || !slot.ahead) return
-    const me: LineEntry = { id: slot.id, owner: slot.owner, kind: slot.kind, mode: slot.mode, permits: slot.permits, fair: true, token: slot.token }
+    const me: LineEntry = { id: slot.id, owner: slot.owner, kind: slot.kind, mode: slot.mode, permits: slot.permits, weight: slot.weight, fair: true, token: slot.token }
     const line = [...slot.ahead.values(), me]
     const blockers = blockersOf(line, line.length - 1)
     if (blockers.length > 0) {
@@ -380,6 +552,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   }
 
   forgotten(slot: EtcdSlot): void {
+    if (slot.candidate) this.candidates.delete(slot.id)
     slot.lease.slots.delete(slot)
     const watch = this.names.get(slot.name)
     if (!watch) return
@@ -412,7 +585,15 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
       const key = kv.key.toString()
       const rest = key.slice(prefix.length)
       if (rest.includes('/')) continue
-      line.push(decodeEntry(key, BigInt(kv.create_revision), kv.value.toString(), `etcd-lease:${rest}`))
+      const raw = kv.value.toString()
+      const candidate = this.candidates.get(key)
+      const foreignOwner = `etcd-lease:${rest}`
+      // A bare value: this client's candidate (known by its key), or etcd's
+      // election layout / another program's lock, whose value is shown as is.
+      const entry = candidate !== undefined
+        ? { id: key, token: BigInt(kv.create_revision), owner: candidate, kind: 'mutex' as const, mode: 'exclusive' as const, permits: 1, weight: 1, fair: true, value: raw }
+        : decodeEntry(key, BigInt(kv.create_revision), raw, foreignOwner)
+      line.push(entry.owner === foreignOwner ? { ...entry, value: raw } : entry)
       leases.set(key, kv.lease)
     }
     return { line, leases, revision }
@@ -459,17 +640,71 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     let watch = this.names.get(name)
     if (watch) return watch
     const changed = new Map<string, Change>()
-    const ready = this.client.watch().prefix(this.linePrefix(name)).create()
+    const ready = this.createWatch(this.client.watch().prefix(this.linePrefix(name)))
     const created: NameWatch = { ready, slots: new Set(), changed }
     watch = created
     ready.then((watcher) => {
       watcher.on('put', (kv) => this.onChange(created, kv.key.toString(), { revision: BigInt(kv.mod_revision), deleted: false, value: kv.value.toString() }))
       watcher.on('delete', (kv) => this.onChange(created, kv.key.toString(), { revision: BigInt(kv.mod_revision), deleted: true, value: '' }))
+      let blipped = false
+      watcher.on('disconnected', () => {
+        blipped = true
+        resumeFromNow(watcher)
+      })
+      // Back after a blip, from the current revision: what changed meanwhile is read, not replayed.
+      watcher.on('connected', () => {
+        if (!blipped) return
+        blipped = false
+        this.resync(name, created)
+      })
+      // Cancelled by etcd all the same (for any other reason): made again.
+      watcher.on('error', () => this.rewatchName(name, created))
     }, () => {
       if (this.names.get(name) === created) this.names.delete(name)
     })
     this.names.set(name, watch)
     return watch
+  }
+
+  /** A watch etcd cancelled: made again from the current revision, then what it watched is read again. */
+  private rewatchName(name: string, dead: NameWatch): void {
+    if (this.closed || this.names.get(name) !== dead) return
+    this.names.delete(name)
+    void dead.ready.then((w) => w.cancel(), () => {}).catch(() => {})
+    const fresh = this.watchName(name)
+    for (const slot of dead.slots) fresh.slots.add(slot)
+    dead.slots.clear()
+    this.resync(name, fresh)
+    if (fresh.slots.size === 0) this.lingerThenUnwatch(name, fresh)
+  }
+
+  /**
+   * Reads the name's line again after its watch may have missed changes: a
+   * holder whose key went meanwhile loses, a waiter is placed by the fresh
+   * line (granted if due, else behind its blockers). Tried again until etcd
+   * answers, while the watch is the name's.
+   */
+  private resync(name: string, watch: NameWatch): void {
+    const once = async (): Promise<void> => {
+      await this.watchReady(name, watch)
+      const read = await this.readLineOf(name)
+      const marker = { line: read.line, revision: read.revision } satisfies LineMarker
+      for (const slot of [...watch.slots]) {
+        if (this.slots.get(slot.owner) !== slot) continue
+        if (!read.line.some((e) => e.id === slot.id)) {
+          this.slots.gone(slot, 'the store dropped it (released by force, or this client\'s etcd lease ended)')
+        } else if (!slot.held && this.slots.place(slot, read.line, marker) === 'granted') {
+          this.slots.wake(slot.owner, { type: 'granted', token: slot.token, ttlMs: this.ttlLeft(slot) })
+        }
+      }
+    }
+    const attempt = (delayMs: number): void => {
+      once().catch(() => {
+        if (this.closed || this.names.get(name) !== watch) return
+        setTimeout(() => attempt(Math.min(delayMs * 2, 5000)), delayMs).unref()
+      })
+    }
+    attempt(250)
   }
 
   /**
@@ -502,8 +737,12 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     void watch.ready.then((w) => w.cancel(), () => {})
   }
 
-  private async leaseFor(ttlMs: number): Promise<ClientLease> {
-    const seconds = leaseSecondsFor(ttlMs)
+  /**
+   * The lease for holds of `ttlMs`. With a lock delay, it is longer by the
+   * delay: a crashed client's keys then outlive the end of its holds by it.
+   */
+  private async leaseFor(ttlMs: number, lockDelayMs = 0): Promise<ClientLease> {
+    const seconds = leaseSecondsFor(ttlMs) + (lockDelayMs > 0 ? lockDelaySeconds(lockDelayMs) : 0)
     let lease = this.leases.get(seconds)
     if (!lease) {
       lease = new ClientLease(this.client.lease(seconds), seconds, (l) => this.leaseLost(l), async (id) => {
@@ -525,6 +764,24 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   private leaseLost(lease: ClientLease): void {
     if (this.leases.get(lease.seconds) === lease) this.leases.delete(lease.seconds)
     for (const slot of [...lease.slots]) this.slots.gone(slot, 'this client\'s etcd lease ended (keep-alives failed past its ttl)')
+  }
+
+  /**
+   * Deletes one entry of this client, only as created at `token` (its create
+   * revision): a try whose answer was lost and that etcd runs late can never
+   * delete the key made again under the same name by a later attempt.
+   */
+  private async deleteOwn(key: string, token: bigint): Promise<void> {
+    await this.guard(this.client.kv.txn({
+      compare: [{ key: Buffer.from(key), target: 'Create', result: 'Equal', create_revision: token.toString() }],
+      success: [{ request_delete_range: { key: Buffer.from(key) } }],
+    }))
+  }
+
+  /** Deletes those of `keys` that exist, each only as found (see deleteOwn). */
+  private async deleteFound(keys: readonly string[]): Promise<void> {
+    const found = await this.guard(Promise.all(keys.map((key) => this.client.kv.range({ key: Buffer.from(key), keys_only: true }))))
+    await Promise.all(found.flatMap((reply) => reply.kvs).map((kv) => this.deleteOwn(kv.key.toString(), BigInt(kv.create_revision))))
   }
 
   private async deleteKeys(keys: readonly string[]): Promise<void> {
@@ -552,6 +809,37 @@ export function leaseSecondsFor(ttlMs: number): number {
   return Math.max(ETCD_MIN_LEASE_SECONDS, Math.ceil((ttlMs * 1.5) / 1000))
 }
 
+/**
+ * etcd3 re-creates a watch after a reconnect from the revision after the last
+ * one it saw. When that revision was compacted meanwhile, etcd cancels the
+ * watch, and etcd3 then stalls every watch queued behind it on the stream
+ * (it waits for a creation answer that never comes): no event reaches this
+ * client any more. So a broken watch resumes from the current revision
+ * instead, and its owner reads what it watched again (resync).
+ */
+/** Cancels a watcher of a closed client, whatever state its stream is in. */
+function detach(watcher: Watcher): void {
+  try {
+    watcher.cancel().catch(() => {})
+  } catch {
+    // The stream is already gone: the 'disconnected' that follows detaches it.
+  }
+}
+
+function resumeFromNow(watcher: Watcher): void {
+  delete (watcher.request as { start_revision?: unknown }).start_revision
+}
+
+/** A key nobody writes, watched to keep etcd3's watch stream open. */
+function idleKey(target: EtcdTarget): string {
+  return `${target.keyPrefix}\u0000baton/idle`
+}
+
+/** etcd leases count whole seconds (and etcd may raise them to its floor): a delay is never cut short. */
+function lockDelaySeconds(lockDelayMs: number): number {
+  return Math.max(1, Math.ceil(lockDelayMs / 1000))
+}
+
 /** The end of etcd's range for every key starting with `prefix`. */
 function prefixEnd(prefix: string): Buffer {
   const end = Buffer.from(prefix)
@@ -569,7 +857,7 @@ export const createEtcdDriver: DriverFactory = async (url: StoreUrl, options: Dr
   const client = await openEtcd(target, options.connectTimeoutMs)
   try {
     // etcd3 tears its watch stream down with the last watcher: this one keeps it up.
-    const idle = await client.watch().key(`${target.keyPrefix}\u0000baton/idle`).create()
+    const idle = await client.watch().key(idleKey(target)).create()
     return new EtcdDriver(client, target, options.clientId, idle)
   } catch (cause) {
     client.close()

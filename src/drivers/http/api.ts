@@ -19,7 +19,7 @@ export class Api {
   constructor(
     readonly base: string,
     private readonly bearer: string | undefined,
-    private readonly timeoutMs: number,
+    readonly timeoutMs: number,
   ) {}
 
   headers(extra: Record<string, string> = {}): Record<string, string> {

@@ -1,4 +1,5 @@
 import { Api } from './api.js'
+import { readEvents } from './sse.js'
 
 /** How long the stream stays open after the last hold ends, so acquire/release loops do not reconnect each time. */
 const LINGER_MS = 10_000
@@ -17,7 +18,15 @@ export class LossStream {
   /** Resolves once the current stream is open, so the first hold is covered from its start. */
   opened: Promise<void> = Promise.resolve()
 
-  constructor(private readonly api: Api, private readonly onLost: (digest: string, reason: string) => void) {}
+  /** The last stream dropped while needed: events sent until the next one opens may be lost. */
+  private dropped = false
+
+  constructor(
+    private readonly api: Api,
+    private readonly onLost: (digest: string, reason: string) => void,
+    /** A stream opened again after one dropped: every hold re-checks (its loss event may have been missed). */
+    private readonly onReopened: () => void = () => undefined,
+  ) {}
 
   need(wanted: boolean): void {
     if (this.closed) return
@@ -51,6 +60,7 @@ export class LossStream {
       if (this.controller !== controller) return
       // Dropped by the server or the network: reconnect while still needed.
       this.controller = undefined
+      this.dropped = true
       const again = setTimeout(() => {
         if (!this.closed && !this.controller) this.open()
       }, RETRY_MS)
@@ -66,19 +76,14 @@ export class LossStream {
       })
       if (!response.ok || !response.body) return
       markOpen()
-      const decoder = new TextDecoder()
-      let buffered = ''
-      for await (const chunk of response.body) {
-        buffered += decoder.decode(chunk as Uint8Array, { stream: true })
-        let end: number
-        while ((end = buffered.indexOf('\n\n')) >= 0) {
-          const block = buffered.slice(0, end)
-          buffered = buffered.slice(end + 2)
-          const data = block.split('\n').find((l) => l.startsWith('data: '))
-          if (!data) continue
-          const event = JSON.parse(data.slice(6)) as { owner: string; name: string }
-          this.onLost(event.owner, `the baton server reports it lost (released by force, or taken over)`)
-        }
+      if (this.dropped) {
+        this.dropped = false
+        this.onReopened()
+      }
+      for await (const { data } of readEvents(response.body)) {
+        if (!data) continue
+        const event = JSON.parse(data) as { owner: string; name: string }
+        this.onLost(event.owner, `the baton server reports it lost (released by force, or taken over)`)
       }
     } catch {
       // Aborted or dropped: the caller reconnects if still needed.

@@ -5,8 +5,9 @@ import type {
 import { limitOf, namesOfPage } from '../../core/list.js'
 import { monotonicNow } from '../../core/clock.js'
 import { Deadlines, type Deadline } from './deadlines.js'
-import { canJoin, describeConflict } from '../../core/compat.js'
+import { canJoin, describeConflict, weightField, weightOf, type Held } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
+import { RELEASED_ELSEWHERE } from '../../core/wake-routes.js'
 
 /**
  * The embedded store: the reference semantics every other store matches.
@@ -17,6 +18,8 @@ interface Holder extends Deadline {
   owner: string
   token: bigint
   mode: HoldMode
+  /** Permits this hold takes (LockSpec.weight); a phantom keeps it. */
+  weight: number
   /** Monotonic. For a phantom: when its lock delay ends. */
   expiresAt: number
   lockDelayMs: number
@@ -25,13 +28,24 @@ interface Holder extends Deadline {
   state: LockState
   /** A lock-delay phantom of an expired hold, not a live one. */
   phantom: boolean
+  /** Who took it (AcquireRequest.description) and when, epoch ms: for inspect. */
+  description: string | undefined
+  since: number
+  /** A leader's announced value (AcquireRequest.value, then proclaim). */
+  value: string | undefined
 }
 interface Waiter {
   owner: string
   mode: HoldMode
+  weight: number
   ttlMs: number
   lockDelayMs: number
   staleAt: number // monotonic
+  /** Who waits (AcquireRequest.description) and since when, epoch ms: for inspect. */
+  description: string | undefined
+  since: number
+  /** Granted with the hold on a hand-over. */
+  value: string | undefined
 }
 interface LockState {
   kind: LockKind
@@ -70,6 +84,8 @@ class MemoryStore {
   lastToken = 0n
   /** Wake-up routes by owner (owners are unique across clients). */
   readonly watchers = new Map<string, (wake: Wake) => void>()
+  /** Election observers by name (Driver.observe): told after every change of a name's holders. */
+  readonly observers = new Map<string, Set<() => void>>()
   /** Ends of holds and of lock-delay phantoms, under one timer (set by the first driver on the store). */
   deadlines: Deadlines<Holder> | undefined
   constructor(readonly nextToken?: TokenSource) {}
@@ -122,14 +138,22 @@ export class MemoryDriver implements Driver {
 
     const queued = state.line.findIndex((w) => w.owner === request.owner)
     const barging = queued < 0 && (!request.fair || state.line.length === 0)
-    if (barging && canJoin(heldModes(state), request.mode, state.permits, hasQueuedWriter(state))) {
+    // A newcomer of a non-fair name may take a free permit while others wait,
+    // but never past a head that does not fit yet (a heavy permit, a writer):
+    // it would keep the head waiting for as long as light ones keep coming.
+    if (barging && canJoin(heldModes(state), asked(request), state.permits, hasQueuedWriter(state)) && !(request.mode === 'permit' && headStarved(state, now))) {
       return this.grant(request.name, state, request, now)
     }
     let place = -1
     if (request.enqueue) {
       const staleAt = now + request.queueTtlMs
       if (queued >= 0) state.line[queued]!.staleAt = staleAt
-      else state.line.push({ owner: request.owner, mode: request.mode, ttlMs: request.ttlMs, lockDelayMs: request.lockDelayMs, staleAt })
+      else {
+        state.line.push({
+          owner: request.owner, mode: request.mode, weight: weightOf(request), ttlMs: request.ttlMs, lockDelayMs: request.lockDelayMs, staleAt,
+          description: request.description, since: Date.now(), value: request.value,
+        })
+      }
       place = queued >= 0 ? queued : state.line.length - 1
     }
     // Only the head of the line needs to look again when the holders' leases
@@ -159,6 +183,9 @@ export class MemoryDriver implements Driver {
     if (holder) {
       this.deadlines.delete(holder)
       state.holders.delete(hold.owner)
+      this.changed(hold.name)
+      // Released through a client that does not watch this owner: its own client is told (Driver.release).
+      if (!this.mine.has(hold.owner)) this.notify(hold.owner, RELEASED_ELSEWHERE)
     } else {
       const queued = state.line.findIndex((w) => w.owner === hold.owner)
       if (queued >= 0) state.line.splice(queued, 1)
@@ -175,6 +202,27 @@ export class MemoryDriver implements Driver {
     holder.mode = 'read'
     this.promote(hold.name, state, monotonicNow())
     return true
+  }
+
+  async proclaim(hold: HoldRef, value: string): Promise<boolean> {
+    const holder = this.locks.get(hold.name)?.holders.get(hold.owner)
+    if (!holder || holder.token !== hold.token || holder.expiresAt <= monotonicNow()) return false
+    holder.value = value
+    this.changed(hold.name)
+    return true
+  }
+
+  observe(name: string, onChange: () => void): () => void {
+    const observers = this.shared.observers
+    let set = observers.get(name)
+    if (!set) observers.set(name, (set = new Set()))
+    // One entry per call, even for the same function twice.
+    const entry = () => onChange()
+    set.add(entry)
+    return () => {
+      set.delete(entry)
+      if (set.size === 0 && observers.get(name) === set) observers.delete(name)
+    }
   }
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
@@ -219,9 +267,10 @@ export class MemoryDriver implements Driver {
     const held = state.holders.size > 0
     for (const holder of state.holders.values()) {
       this.deadlines.delete(holder)
-      this.notify(holder.owner, { type: 'lost', reason: 'released by force (forceRelease)' })
+      this.notify(holder.owner, { type: 'lost', reason: 'released by force (forceRelease)', cause: 'forced' })
     }
     for (const phantom of state.phantoms) this.deadlines.delete(phantom)
+    if (held) this.changed(name)
     state.holders.clear()
     state.phantoms.length = 0
     const now = monotonicNow()
@@ -230,6 +279,22 @@ export class MemoryDriver implements Driver {
     }
     this.dropIfIdle(name, state)
     return held
+  }
+
+  /**
+   * Epoch ms by which every hold of this store, and every lock delay of an
+   * expired one, has ended (0 when there are none): what a restart of an
+   * embedding with no persisted leases must wait out (the lock server's
+   * --data-dir). A scan of the store: for a periodic check, not a hot path.
+   */
+  latestEnd(): number {
+    const now = monotonicNow()
+    let latest = -Infinity
+    for (const state of this.locks.values()) {
+      for (const holder of state.holders.values()) if (holder.expiresAt > latest) latest = holder.expiresAt
+      for (const phantom of state.phantoms) if (phantom.expiresAt > latest) latest = phantom.expiresAt
+    }
+    return latest > now ? Math.ceil(Date.now() + latest - now) : 0
   }
 
   /** Like a network client going away: its holds stay until their ttl runs out. */
@@ -246,7 +311,7 @@ export class MemoryDriver implements Driver {
         state.line.shift()
         continue
       }
-      if (!canJoin(heldModes(state), head.mode, state.permits, false)) return
+      if (!canJoin(heldModes(state), head, state.permits, false)) return
       state.line.shift()
       const { token, ttlMs } = this.grant(name, state, head, now)
       this.notify(head.owner, { type: 'granted', token, ttlMs })
@@ -255,16 +320,17 @@ export class MemoryDriver implements Driver {
 
   private grant(
     name: string, state: LockState,
-    who: { owner: string; mode: HoldMode; ttlMs: number; lockDelayMs: number }, now: number,
+    who: { owner: string; mode: HoldMode; weight?: number | undefined; ttlMs: number; lockDelayMs: number; description?: string | undefined; value?: string | undefined }, now: number,
   ): { status: 'granted'; token: bigint; ttlMs: number } {
     const token = this.shared.nextToken ? this.shared.nextToken(this.shared.lastToken) : this.shared.lastToken + 1n
     this.shared.lastToken = token
     state.lastToken = token
     const holder: Holder = {
-      owner: who.owner, token, mode: who.mode, expiresAt: now + who.ttlMs, lockDelayMs: who.lockDelayMs,
-      name, state, phantom: false, fireAt: 0, heapIndex: -1,
+      owner: who.owner, token, mode: who.mode, weight: weightOf(who), expiresAt: now + who.ttlMs, lockDelayMs: who.lockDelayMs,
+      name, state, phantom: false, fireAt: 0, heapIndex: -1, description: who.description, since: Date.now(), value: who.value,
     }
     state.holders.set(who.owner, holder)
+    this.changed(name)
     this.armExpiry(holder)
     return { status: 'granted', token, ttlMs: who.ttlMs }
   }
@@ -280,6 +346,7 @@ export class MemoryDriver implements Driver {
     const now = monotonicNow()
     if (holder.expiresAt > now) return this.armExpiry(holder)
     state.holders.delete(holder.owner)
+    this.changed(name)
     if (holder.lockDelayMs > 0) {
       // Lock delay: the expired hold keeps its slot, as a phantom, a while longer.
       const phantom: Holder = { ...holder, expiresAt: now + holder.lockDelayMs, phantom: true, heapIndex: -1 }
@@ -305,6 +372,12 @@ export class MemoryDriver implements Driver {
     return Number.isFinite(soonest) ? Math.max(1, Math.ceil(soonest)) : 1
   }
 
+  /** Tells the name's election observers, if any, after the current operation. */
+  private changed(name: string): void {
+    const observers = this.shared.observers.get(name)
+    if (observers) for (const onChange of observers) queueMicrotask(onChange)
+  }
+
   private notify(owner: string, wake: Wake): void {
     const watcher = this.watchers.get(owner)
     if (watcher) queueMicrotask(() => watcher(wake))
@@ -315,7 +388,9 @@ export class MemoryDriver implements Driver {
     return {
       name, kind: state.kind, fair: state.fair, permits: state.permits,
       holders: [...state.holders.values()].map((h) => summary(h, now, wall)),
-      waiters: state.line.filter((w) => w.staleAt > now).map((w) => ({ owner: w.owner, mode: w.mode })),
+      waiters: state.line.filter((w) => w.staleAt > now).map((w) => ({
+        owner: w.owner, mode: w.mode, ...weightField(w.mode, w.weight), since: w.since, ...(w.description !== undefined ? { description: w.description } : {}),
+      })),
       lastToken: state.lastToken,
     }
   }
@@ -334,12 +409,23 @@ function isIdle(state: LockState, now: number): boolean {
   return state.holders.size === 0 && state.phantoms.length === 0 && state.line.every((w) => w.staleAt <= now)
 }
 
-/** Modes of the holds and of the phantoms of expired holds (lock delay): both take their slot. */
-function heldModes(state: LockState): HoldMode[] {
-  const modes: HoldMode[] = []
-  for (const holder of state.holders.values()) modes.push(holder.mode)
-  for (const phantom of state.phantoms) modes.push(phantom.mode)
-  return modes
+/** The holds and the phantoms of expired holds (lock delay): both take their slot, and their weight. */
+function heldModes(state: LockState): Held[] {
+  return [...state.holders.values(), ...state.phantoms]
+}
+
+/** What a request asks for, as canJoin counts it. */
+function asked(request: AcquireRequest): Held {
+  return { mode: request.mode, weight: weightOf(request) }
+}
+
+/**
+ * The live head of the line does not fit now: nobody may pass it (a
+ * barging newcomer would take what the head waits to see freed).
+ */
+function headStarved(state: LockState, now: number): boolean {
+  const head = state.line.find((w) => w.staleAt > now)
+  return head !== undefined && !canJoin(heldModes(state), head, state.permits, false)
 }
 
 function hasQueuedWriter(state: LockState): boolean {
@@ -347,7 +433,11 @@ function hasQueuedWriter(state: LockState): boolean {
 }
 
 function summary(holder: Holder, now: number, wall: number): HolderSummary {
-  return { owner: holder.owner, token: holder.token, mode: holder.mode, expiresAt: Math.round(wall + holder.expiresAt - now) }
+  return {
+    owner: holder.owner, token: holder.token, mode: holder.mode, ...weightField(holder.mode, holder.weight), expiresAt: Math.round(wall + holder.expiresAt - now),
+    since: holder.since, ...(holder.description !== undefined ? { description: holder.description } : {}),
+    ...(holder.value !== undefined ? { value: holder.value } : {}),
+  }
 }
 
 function holderOf(state: LockState, now: number): { holder?: HolderSummary } {

@@ -5,7 +5,7 @@ import type {
   HoldMode, HoldRef, HolderSummary, ListPage, LockInfo, LockKind, LockSpec, Wake,
 } from '../../core/driver.js'
 import { limitOf } from '../../core/list.js'
-import { describeConflict } from '../../core/compat.js'
+import { describeConflict, weightField, weightOf } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
 import { WakeRoutes } from '../../core/wake-routes.js'
 import { postgresTarget, storeError, type PostgresTarget } from './connection.js'
@@ -42,8 +42,8 @@ interface InfoRow {
   fair: boolean
   permits: number
   last_token: string
-  holders: { owner: string; token: string; mode: HoldMode; expiresAt: number }[]
-  waiters: { owner: string; mode: HoldMode }[]
+  holders: { owner: string; token: string; mode: HoldMode; weight?: number; expiresAt: number; description?: string | null; since?: number | null; value?: string | null }[]
+  waiters: { owner: string; mode: HoldMode; weight?: number; description?: string | null; since?: number | null }[]
 }
 
 /**
@@ -75,7 +75,10 @@ export class PostgresDriver implements Driver {
       this.channelPrefix + options.clientId,
       (payload) => this.routes.dispatch(payload),
       // Wake-ups sent while the connection was down are lost: let everyone look again.
-      () => this.routes.nudgeAll(),
+      () => {
+        this.routes.nudgeAll()
+        this.noticeAll()
+      },
     )
   }
 
@@ -88,7 +91,9 @@ export class PostgresDriver implements Driver {
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
     const [row] = await this.run<AcquireRow>('acquire', [
       request.name, request.owner, request.kind, request.mode, request.fair, request.permits, request.ttlMs,
-      request.lockDelayMs, request.enqueue, Math.ceil(request.queueTtlMs), this.channelPrefix,
+      request.lockDelayMs, request.enqueue, Math.ceil(request.queueTtlMs), this.channelPrefix, request.description ?? '',
+      String(request.kind === 'semaphore' ? weightOf(request) : 1),
+      request.value === undefined ? '' : `v${request.value}`,
     ])
     if (!row) throw storeError(this.target, new Error('acquire returned no row'))
     if (row.status === 'granted') return { status: 'granted', token: BigInt(row.token!), ttlMs: Number(row.ms) }
@@ -113,7 +118,9 @@ export class PostgresDriver implements Driver {
 
   async release(hold: HoldRef | (LockSpec & { owner: string })): Promise<boolean> {
     const token = 'token' in hold ? hold.token.toString() : null
-    const [row] = await this.run<{ released: boolean }>('release', [hold.name, hold.owner, token, this.channelPrefix])
+    // Another client's hold (a lock server releasing a lease another server granted): its client is told.
+    const foreign = hold.owner.startsWith(`${this.options.clientId}.`) ? '' : this.channelPrefix + hold.owner.slice(0, hold.owner.indexOf('.'))
+    const [row] = await this.run<{ released: boolean }>('release', [hold.name, hold.owner, token, this.channelPrefix, foreign])
     return row?.released === true
   }
 
@@ -124,6 +131,48 @@ export class PostgresDriver implements Driver {
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
     return this.routes.watch(owner, onWake)
+  }
+
+  async proclaim(hold: HoldRef, value: string): Promise<boolean> {
+    const [row] = await this.run<{ done: boolean }>('proclaim', [hold.name, hold.owner, hold.token.toString(), value])
+    return row?.done === true
+  }
+
+  /** Election observers by name; the listener LISTENs on "<schema>.leader" while there are any. */
+  private readonly observers = new Map<string, Set<() => void>>()
+  private leaderChannel: Promise<() => void> | undefined
+
+  /**
+   * Triggers on the holds table NOTIFY "<schema>.leader" with the name when
+   * a hold carrying a value is granted, released, forced or proclaimed
+   * (migrations/0004_election.sql); the listener's reconnect tells every
+   * observer to look again.
+   */
+  observe(name: string, onChange: () => void): () => void {
+    let set = this.observers.get(name)
+    if (!set) this.observers.set(name, (set = new Set()))
+    const mine = () => onChange()
+    set.add(mine)
+    if (!this.leaderChannel) {
+      const listening = this.listener.listen(`${this.target.schema}.leader`, (payload) => {
+        for (const each of this.observers.get(payload) ?? []) each()
+      })
+      this.leaderChannel = listening
+      // Listening now: what changed before is read once more.
+      void listening.then(() => this.noticeAll(), () => this.noticeAll())
+    }
+    return () => {
+      set.delete(mine)
+      if (set.size === 0 && this.observers.get(name) === set) this.observers.delete(name)
+      if (this.observers.size > 0 || !this.leaderChannel) return
+      const listening = this.leaderChannel
+      this.leaderChannel = undefined
+      void listening.then((unlisten) => unlisten(), () => {})
+    }
+  }
+
+  private noticeAll(): void {
+    for (const set of this.observers.values()) for (const each of set) each()
   }
 
   async inspect(name: string): Promise<LockInfo | null> {
@@ -156,6 +205,7 @@ export class PostgresDriver implements Driver {
     this.closed = true
     clearTimeout(this.sweepTimer)
     this.routes.clear()
+    this.observers.clear()
     await Promise.allSettled([this.listener.close(), this.pool.end()])
   }
 
@@ -200,8 +250,11 @@ function infoOf(row: InfoRow): LockInfo {
     kind: row.kind,
     fair: row.fair,
     permits: row.permits,
-    holders: row.holders.map((h) => ({ owner: h.owner, token: BigInt(h.token), mode: h.mode, expiresAt: Number(h.expiresAt) })),
-    waiters: row.waiters.map((w) => ({ owner: w.owner, mode: w.mode })),
+    holders: row.holders.map((h) => ({
+      owner: h.owner, token: BigInt(h.token), mode: h.mode, ...weightField(h.mode, h.weight), expiresAt: Number(h.expiresAt), ...who(h),
+      ...(h.value !== null && h.value !== undefined ? { value: h.value } : {}),
+    })),
+    waiters: row.waiters.map((w) => ({ owner: w.owner, mode: w.mode, ...weightField(w.mode, w.weight), ...who(w) })),
     lastToken: BigInt(row.last_token),
   }
 }
@@ -221,5 +274,13 @@ export const createPostgresDriver: DriverFactory = async (url: StoreUrl, options
   } catch (cause) {
     await pool.end().catch(() => {})
     throw storeError(target, cause)
+  }
+}
+
+/** The description and since of a hold or line entry, when the row has them (rows from before schema version 2 do not). */
+function who(entry: { description?: string | null; since?: number | null }): { description?: string; since?: number } {
+  return {
+    ...(entry.description ? { description: entry.description } : {}),
+    ...(entry.since !== null && entry.since !== undefined ? { since: Number(entry.since) } : {}),
   }
 }

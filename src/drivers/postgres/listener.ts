@@ -17,6 +17,8 @@ export class WakeListener {
   private client: pg.Client | undefined
   private closed = false
   private timer: NodeJS.Timeout | undefined
+  /** Channels LISTENed to besides the wake-up channel (leader election observers), kept across reconnects. */
+  private readonly extra = new Map<string, (payload: string) => void>()
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -44,11 +46,14 @@ export class WakeListener {
     client.on('error', lost)
     client.on('end', lost)
     client.on('notification', (message) => {
-      if (message.payload !== undefined) this.onMessage(message.payload)
+      if (message.payload === undefined) return
+      const other = this.extra.get(message.channel)
+      if (other) other(message.payload)
+      else this.onMessage(message.payload)
     })
     try {
       await client.connect()
-      await client.query(`LISTEN ${quoteIdent(this.channel)}`)
+      for (const channel of [this.channel, ...this.extra.keys()]) await client.query(`LISTEN ${quoteIdent(channel)}`)
     } catch (error) {
       client.removeAllListeners('end')
       client.end().catch(() => {})
@@ -59,6 +64,21 @@ export class WakeListener {
       return
     }
     this.client = client
+  }
+
+  /**
+   * Also LISTENs on `channel` (now, and after every reconnect) until the
+   * returned function is called. Resolves once listening, or at once if the
+   * connection is down (the reconnect listens, then `onReconnect` runs).
+   */
+  async listen(channel: string, onMessage: (payload: string) => void): Promise<() => void> {
+    this.extra.set(channel, onMessage)
+    await this.client?.query(`LISTEN ${quoteIdent(channel)}`).catch(() => {})
+    return () => {
+      if (this.extra.get(channel) !== onMessage) return
+      this.extra.delete(channel)
+      this.client?.query(`UNLISTEN ${quoteIdent(channel)}`).catch(() => {})
+    }
   }
 
   private lost(client: pg.Client): void {

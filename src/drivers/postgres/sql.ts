@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url'
  */
 /** Each operation's file, with the number of parameters ($1…$n) its header documents. */
 export const OPERATIONS = {
-  'acquire': 11,
-  'release': 4,
+  'acquire': 14,
+  'release': 5,
   'extend': 4,
   'downgrade': 4,
   'force-release': 2,
@@ -18,6 +18,7 @@ export const OPERATIONS = {
   'list': 3,
   'sweep': 2,
   'version': 0,
+  'proclaim': 4,
 } as const satisfies Record<string, number>
 
 export type Operation = keyof typeof OPERATIONS

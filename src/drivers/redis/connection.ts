@@ -4,6 +4,7 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { DriverOptions } from '../../core/driver.js'
 import { backendUnavailable, invalidArgument, unauthorized } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
+import { tuneCommandConnection } from './command-deadlines.js'
 
 export type RedisClient = Redis | Cluster
 
@@ -60,13 +61,13 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
       const db = url.path === '' ? 0 : Number(url.path)
       if (!Number.isInteger(db) || db < 0) throw invalidArgument(`the database "${url.path}" in ${url.display} must be a whole number`)
       const settings: RedisOptions = { ...common, ...hosts[0], db, ...(url.scheme === 'rediss' ? { tls: tlsOptions(url) } : {}) }
-      return { ...named, db, create: (role) => new Redis(forRole(settings, role)) }
+      return { ...named, db, create: (role) => single(settings, role) }
     }
     case 'redis+sentinel': {
       if (hosts.length === 0 || !url.path) throw invalidArgument(`${url.display} must be redis+sentinel://host:port[,host:port…]/mastername`)
       const sentinels = url.hosts.map((h) => ({ host: h.host, port: h.port ?? DEFAULT_SENTINEL_PORT }))
       const settings: RedisOptions = { ...common, sentinels, name: url.path }
-      return { ...named, db: 0, create: (role) => new Redis(forRole(settings, role)) }
+      return { ...named, db: 0, create: (role) => single(settings, role) }
     }
     case 'redis+cluster': {
       if (hosts.length === 0) throw invalidArgument(`${url.display} must name at least one cluster node`)
@@ -102,6 +103,21 @@ function tlsOptions(url: StoreUrl): ConnectionOptions {
   } catch (cause) {
     throw invalidArgument(`"ca" in ${url.display} names a file that can not be read: ${caPath}`, cause)
   }
+}
+
+/**
+ * A connection to one Redis (direct or through Sentinel). The command
+ * connection bounds its commands with one timer (CommandDeadlines) instead
+ * of ioredis' timer per command, and writes the commands of one event-loop
+ * turn together (tuneCommandConnection); a subscriber sends few commands and
+ * keeps ioredis' own timeout.
+ */
+function single(settings: RedisOptions, role?: Role): Redis {
+  if (role !== undefined) return new Redis(forRole(settings, role))
+  const { commandTimeout, ...rest } = settings
+  const client = new Redis(rest)
+  tuneCommandConnection(client, commandTimeout)
+  return client
 }
 
 function forRole(settings: RedisOptions, role?: Role): RedisOptions {

@@ -1,14 +1,15 @@
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
-  HoldMode, HoldRef, HolderSummary, ListPage, LockInfo, LockKind, LockSpec, Wake,
+  HoldMode, HoldRef, HolderSummary, ListPage, LockInfo, LockKind, LockSpec, Wake, WaiterSummary,
 } from '../../core/driver.js'
 import { inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { inspect } from 'node:util'
 import { backendUnavailable, invalidArgument } from '../../core/errors.js'
+import { weightField, weightOf } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
 import { WakeRoutes } from '../../core/wake-routes.js'
 import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
-import { lockKeys, nameOfKey, scriptArgv, scanPattern, shardedWakeChannelPrefix, slotOfName, wakeChannelPrefix } from './keys.js'
+import { baseKey, nameOfKey, scanPattern, shardedWakeChannelPrefix, slotOfName, wakeChannelPrefix } from './keys.js'
 import { loadScripts, Scripts, type ScriptName } from './scripts.js'
 
 const CAPABILITIES: Capabilities = {
@@ -19,9 +20,21 @@ const MODE_LETTER: Record<HoldMode, string> = { exclusive: 'x', read: 'r', write
 const LETTER_MODE: Record<string, HoldMode> = { x: 'exclusive', r: 'read', w: 'write', p: 'permit' }
 const LETTER_KIND: Record<string, LockKind> = { x: 'mutex', r: 'rwlock', w: 'rwlock', p: 'semaphore' }
 
-/** "<mode letter>[permits][f]": how a hold's spec travels inside the store (see scripts/basics.lua). */
+/**
+ * "<mode letter>[permits][*weight][f]": how a hold's spec travels inside the
+ * store (see scripts/basics.lua). The weight is written only when above 1,
+ * so unweighted permits keep the layout earlier versions read.
+ */
 function specOf(spec: LockSpec): string {
-  return `${MODE_LETTER[spec.mode]}${spec.kind === 'semaphore' ? spec.permits : ''}${spec.fair ? 'f' : ''}`
+  if (spec.mode === 'exclusive') return spec.fair ? 'xf' : 'x'
+  const weight = spec.kind === 'semaphore' && weightOf(spec) > 1 ? `*${weightOf(spec)}` : ''
+  return `${MODE_LETTER[spec.mode]}${spec.kind === 'semaphore' ? spec.permits : ''}${weight}${spec.fair ? 'f' : ''}`
+}
+
+/** The weight inside a spec string ("p8*3f" → 3); 1 when it has none. */
+function weightInSpec(spec: string): number {
+  const weight = /\*(\d+)/.exec(spec)?.[1]
+  return weight === undefined ? 1 : Number(weight)
 }
 
 /** A hold's member string in the store (the Redlock line node's release matches it too). */
@@ -58,7 +71,10 @@ export class RedisDriver implements Driver {
   ) {
     this.scripts = new Scripts(client)
     this.channelPrefix = wakeChannelPrefix(target.keyPrefix)
-    const onMessage = (_channel: string, message: string): void => this.routes.dispatch(message)
+    const onMessage = (channel: string, message: string): void => {
+      if (channel.includes(NOTICE_MARK)) this.notices(channel)
+      else this.routes.dispatch(message)
+    }
     subscriber.on('message', onMessage)
     subscriber.on('smessage', onMessage)
   }
@@ -104,12 +120,16 @@ export class RedisDriver implements Driver {
       if (ready !== true) await ready
     }
     // Every attempt is the same script whether or not it is a retry: the
-    // script itself recognises an owner that already holds or waits.
-    const reply = (await this.call('acquire', request.name, [
-      request.owner, specOf(request), request.ttlMs, request.lockDelayMs,
-      request.enqueue ? 1 : 0, Math.ceil(request.queueTtlMs),
-      request.name, this.channelFor(request.name), this.fenceTtlMs, this.tokenClockUnitUs,
-    ])) as [number, number | string, string | null, number | null]
+    // script itself recognises an owner that already holds or waits. What
+    // only its slow path reads travels as one argument (acquire.lua).
+    const slow = `${request.enqueue ? 1 : 0}|${Math.ceil(request.queueTtlMs)}|${this.fenceTtlMs}|${this.channelFor(request.name)}`
+    const argv: (string | number)[] = [
+      baseKey(this.target.keyPrefix, request.name), request.owner, specOf(request), request.ttlMs, request.lockDelayMs,
+      this.tokenClockUnitUs, slow,
+    ]
+    const note = noteOf(request.description, request.value)
+    if (note !== undefined) argv.push(note)
+    const reply = (await this.runArgv('acquire', request.name, argv)) as [number, number | string, string | null, number | null]
     const [status] = reply
     if (status === 1) return { status: 'granted', token: BigInt(reply[1]), ttlMs: Number(reply[2]) }
     if (status === -1) return { status: 'conflict', detail: String(reply[1]) }
@@ -120,10 +140,7 @@ export class RedisDriver implements Driver {
   async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
     // Issued together: ioredis' auto-pipelining sends them in one write per node.
     const replies = await Promise.all(
-      holds.map((hold) => {
-        const keys = lockKeys(this.target.keyPrefix, hold.name)
-        return this.run('extend', hold.name, [keys.exclusive, keys.shared], [memberOf(hold), ttlMs, hold.lockDelayMs])
-      }),
+      holds.map((hold) => this.runArgv('extend', hold.name, [baseKey(this.target.keyPrefix, hold.name), memberOf(hold), ttlMs, hold.lockDelayMs])),
     )
     return replies.map((ttl) => (Number(ttl) > 0 ? { status: 'extended', ttlMs: Number(ttl) } : { status: 'lost' }))
   }
@@ -135,9 +152,12 @@ export class RedisDriver implements Driver {
    */
   async release(hold: HoldRef | (LockSpec & { owner: string }), guess = false): Promise<boolean> {
     const member = 'token' in hold ? memberOf(hold) : ''
-    const args = [member, hold.owner, this.channelFor(hold.name), this.fenceTtlMs]
-    if (guess && member !== '') args.push(1)
-    return Number(await this.call('release', hold.name, args)) === 1
+    // Another client's hold (a lock server releasing a lease another server granted): its client is told.
+    const foreign = hold.owner.startsWith(`${this.clientId}.`) ? 0 : 1
+    return Number(await this.runArgv('release', hold.name, [
+      baseKey(this.target.keyPrefix, hold.name), member, hold.owner, this.fenceTtlMs, this.channelFor(hold.name),
+      guess && member !== '' ? 1 : 0, this.tokenClockUnitUs, foreign,
+    ])) === 1
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {
@@ -145,9 +165,52 @@ export class RedisDriver implements Driver {
     return Number(await this.call('downgrade', hold.name, [memberOf(hold), memberOf(read), this.channelFor(hold.name), this.fenceTtlMs])) === 1
   }
 
-  /** Tells every watched owner to try again now (wake-ups may have been missed). */
+  /** Tells every watched owner to try again now (wake-ups may have been missed), and every observer to look. */
   nudgeAll(): void {
     this.routes.nudgeAll()
+    for (const observers of this.observers.values()) for (const onChange of observers) onChange()
+  }
+
+  async proclaim(hold: HoldRef, value: string): Promise<boolean> {
+    return Number(await this.call('proclaim', hold.name, [memberOf(hold), value, this.channelFor(hold.name)])) === 1
+  }
+
+  /** Election observers by notice channel; one subscription per channel in use. */
+  private readonly observers = new Map<string, Set<() => void>>()
+
+  /**
+   * The scripts publish on "<wake-up channel prefix>=<base key>" when a
+   * hold carrying a value (a leader's) is granted, handed over, released,
+   * proclaimed or forced (scripts/basics.lua). Expiry is passive in Redis
+   * (no script runs), so the core also reads again at the leader's lease end.
+   */
+  observe(name: string, onChange: () => void): () => void {
+    const channel = `${this.channelFor(name)}${NOTICE_MARK}${baseKey(this.target.keyPrefix, name)}`
+    let set = this.observers.get(channel)
+    const entry = () => onChange()
+    if (!set) {
+      this.observers.set(channel, (set = new Set()))
+      // Once subscribed, a look: a change between the caller's first read and the subscription is not missed.
+      const subscribed = this.sharded ? this.subscriber.ssubscribe(channel) : this.subscriber.subscribe(channel)
+      subscribed.then(() => this.notices(channel), () => this.notices(channel))
+    }
+    set.add(entry)
+    return () => {
+      set.delete(entry)
+      if (set.size > 0 || this.observers.get(channel) !== set) return
+      this.observers.delete(channel)
+      const dropped = this.sharded ? this.subscriber.sunsubscribe(channel) : this.subscriber.unsubscribe(channel)
+      dropped.catch(() => {})
+    }
+  }
+
+  /** The observer channels to subscribe again after a reconnect. */
+  observedChannels(): string[] {
+    return [...this.observers.keys()]
+  }
+
+  private notices(channel: string): void {
+    for (const onChange of this.observers.get(channel) ?? []) onChange()
   }
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
@@ -157,12 +220,17 @@ export class RedisDriver implements Driver {
   async inspect(name: string): Promise<LockInfo | null> {
     const [now, lastToken, holders, line] = (await this.call('inspect', name, [])) as [number, string, string[], string[]]
     const summaries: HolderSummary[] = []
-    for (let i = 0; i < holders.length; i += 2) summaries.push(parseHolder(holders[i]!, Number(holders[i + 1]), true))
+    for (let i = 0; i < holders.length; i += 4) {
+      summaries.push(described(parseHolder(holders[i]!, Number(holders[i + 1]), true), holders[i + 2]!, holders[i + 3]!))
+    }
     const live = summaries.filter((h) => h.expiresAt > now)
-    const waiters: { owner: string; mode: HoldMode; spec: string }[] = []
+    const waiters: (WaiterSummary & { spec: string })[] = []
     for (let i = 0; i < line.length; i += 2) {
-      const [spec = '', , , staleAt = '0'] = line[i + 1]!.split('|')
-      if (Number(staleAt) > now) waiters.push({ owner: line[i]!, mode: LETTER_MODE[spec[0]!] ?? 'exclusive', spec })
+      const info = line[i + 1]!
+      const [spec = '', , , staleAt = '0', since = ''] = info.split('|', 5)
+      const description = info.split('|').slice(5).join('|')
+      const mode = LETTER_MODE[spec[0]!] ?? 'exclusive'
+      if (Number(staleAt) > now) waiters.push(described({ owner: line[i]!, mode, ...weightField(mode, weightInSpec(spec)), spec }, since, description))
     }
     if (summaries.length === 0 && waiters.length === 0) return null
     const spec = holders[0]?.split('|')[1] ?? waiters[0]!.spec
@@ -173,7 +241,7 @@ export class RedisDriver implements Driver {
       fair: spec.endsWith('f'),
       permits: permits === undefined ? 1 : Number(permits),
       holders: live,
-      waiters: waiters.map(({ owner, mode }) => ({ owner, mode })),
+      waiters: waiters.map(({ spec: _, ...waiter }) => waiter),
       lastToken: BigInt(lastToken),
     }
   }
@@ -200,9 +268,26 @@ export class RedisDriver implements Driver {
         do {
           const [next, keys] = await node.scan(cursor, 'MATCH', scanPattern(this.target.keyPrefix, prefix), 'COUNT', 1000)
           cursor = next
+          // A name whose only key is its hold key may be idle: the key then
+          // keeps just the fencing counter (for fenceTtl) and lists nothing.
+          // Those are read in one pipeline, so idle names are not inspected.
+          const holdOnly = new Map<string, string>()
           for (const key of keys) {
             const name = nameOfKey(this.target.keyPrefix, key)
-            if (name !== undefined) names.add(name)
+            if (name === undefined || names.has(name)) continue
+            if (key.endsWith('}:x')) holdOnly.set(name, key)
+            else names.add(name)
+          }
+          for (const name of names) holdOnly.delete(name)
+          if (holdOnly.size > 0) {
+            const pipeline = node.pipeline()
+            for (const key of holdOnly.values()) pipeline.get(key)
+            const values = (await pipeline.exec()) ?? []
+            let i = 0
+            for (const name of holdOnly.keys()) {
+              const [error, value] = values[i++] ?? [null, null]
+              if (error || (typeof value === 'string' && !FREE_HOLD_KEY.test(value))) names.add(name)
+            }
           }
         } while (cursor !== '0')
       }
@@ -213,19 +298,20 @@ export class RedisDriver implements Driver {
   }
 
   async forceRelease(name: string): Promise<boolean> {
-    return Number(await this.call('forceRelease', name, [this.channelFor(name)])) > 0
+    return Number(await this.call('forceRelease', name, [this.channelFor(name), this.fenceTtlMs])) > 0
   }
 
   async close(): Promise<void> {
     this.routes.clear()
+    this.observers.clear()
     await Promise.allSettled([this.client.quit(), this.subscriber.quit()])
     this.client.disconnect()
     this.subscriber.disconnect()
   }
 
-  /** For drivers built from several Redis nodes (redlock): runs one of SCRIPTS on this node. */
-  script(script: ScriptName, name: string, keys: string[], args: (string | number)[]): Promise<unknown> {
-    return this.run(script, name, keys, args)
+  /** The fence ttl this node's scripts are given (the Redlock line node's release needs it). */
+  get fenceTtl(): number {
+    return this.fenceTtlMs
   }
 
   /** For drivers built from several Redis nodes (redlock): this node's command connection. */
@@ -233,13 +319,9 @@ export class RedisDriver implements Driver {
     return this.client
   }
 
-  /** Runs a script that takes all five keys of `name`. */
-  private call(script: ScriptName, name: string, args: (string | number)[]): Promise<unknown> {
-    return this.runArgv(script, name, scriptArgv(this.target.keyPrefix, name, args))
-  }
-
-  private run(script: ScriptName, name: string, keys: string[], args: (string | number)[]): Promise<unknown> {
-    return this.runArgv(script, name, [...keys, ...args])
+  /** Runs a script on `name` (its one key, the name's base) with `args`. */
+  call(script: ScriptName, name: string, args: (string | number)[]): Promise<unknown> {
+    return this.runArgv(script, name, [baseKey(this.target.keyPrefix, name), ...args])
   }
 
   private async runArgv(script: ScriptName, name: string, argv: (string | number)[]): Promise<unknown> {
@@ -263,6 +345,9 @@ export class RedisDriver implements Driver {
   }
 }
 
+/** The hold key of a name nobody holds: only the fencing counter (scripts/basics.lua). */
+const FREE_HOLD_KEY = /^\d+\|[-s]$/
+
 /** A script found keys of a name holding what baton did not write (FOREIGN), or a command hit one (WRONGTYPE). */
 function isForeign(cause: unknown): cause is Error {
   return cause instanceof Error && cause.name === 'ReplyError' && /^(FOREIGN|WRONGTYPE)\b/.test(cause.message)
@@ -272,13 +357,39 @@ function foreignDetail(cause: Error): string {
   return cause.message.replace(/^FOREIGN /, '').replace(/ script: .*$/s, '')
 }
 
+/**
+ * What the store keeps as a hold's or line entry's note: the description,
+ * and for a leader election's candidate "\0" and its value (the scripts
+ * publish to the name's observers for such holds; scripts/basics.lua).
+ */
+function noteOf(description: string | undefined, value: string | undefined): string | undefined {
+  return value === undefined ? description : `${description ?? ''}\0${value}`
+}
+
+/** Marks an election observers' channel apart from the clients' wake-up channels (client ids have no "="). */
+const NOTICE_MARK = '='
+
+/** A summary with the since, description and value the store keeps ("" where it has none). */
+function described<T extends HolderSummary | WaiterSummary>(summary: T, since: string, note: string): T {
+  const cut = note.indexOf('\0')
+  const description = cut < 0 ? note : note.slice(0, cut)
+  return {
+    ...summary,
+    ...(description !== '' ? { description } : {}),
+    ...(since !== '' ? { since: Number(since) } : {}),
+    ...(cut >= 0 && 'token' in summary ? { value: note.slice(cut + 1) } : {}),
+  }
+}
+
 /** A holders member ("owner|spec|token|delay") and its score → a summary. */
 function parseHolder(member: string, score: number, scoreIncludesDelay = false): HolderSummary {
   const [owner = '', spec = 'x', token = '0', delay = '0'] = member.split('|')
+  const mode = LETTER_MODE[spec[0]!] ?? 'exclusive'
   return {
     owner,
     token: BigInt(token),
-    mode: LETTER_MODE[spec[0]!] ?? 'exclusive',
+    mode,
+    ...weightField(mode, weightInSpec(spec)),
     expiresAt: scoreIncludesDelay ? score - Number(delay) : score,
   }
 }
@@ -299,7 +410,7 @@ export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: D
     // once (a hand-over it missed is found by its attempt) instead of
     // sleeping until its retry timer.
     subscriber.on('ready', () => {
-      subscriber.subscribe(driver.wakeChannel).then(() => driver.nudgeAll(), () => {})
+      subscriber.subscribe(driver.wakeChannel, ...driver.observedChannels()).then(() => driver.nudgeAll(), () => {})
     })
     return driver
   } catch (cause) {

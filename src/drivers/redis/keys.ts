@@ -1,38 +1,19 @@
 import calculateSlot from 'cluster-key-slot'
 
 /**
- * The key layout of one lock name, all under one {hash tag} so every key of
- * a name lives in one Redis Cluster slot and one script can touch them all.
- * See scripts/lib.lua for what each key holds.
+ * The keys of one lock name all start with its base, "<prefix>:{<name>}:",
+ * so they share one Redis Cluster slot (the {hash tag}) and one script can
+ * touch them all. Scripts take the base as their only key and add the
+ * suffixes themselves (scripts/basics.lua says what each key holds): one
+ * short key to send instead of five.
  */
-export interface LockKeys {
-  readonly shared: string
-  readonly token: string
-  readonly line: string
-  readonly lineInfo: string
-  readonly exclusive: string
+export function baseKey(prefix: string, name: string): string {
+  return `${prefix}:{${name}}:`
 }
 
-export function lockKeys(prefix: string, name: string): LockKeys {
-  const base = `${prefix}:{${name}}:`
-  return { shared: `${base}h`, token: `${base}t`, line: `${base}q`, lineInfo: `${base}qi`, exclusive: `${base}x` }
-}
-
-/** In the order the scripts that take them all declare them: KEYS[1..5]. */
-export function keyList(keys: LockKeys): string[] {
-  return [keys.shared, keys.token, keys.line, keys.lineInfo, keys.exclusive]
-}
-
-/**
- * keyList(lockKeys(prefix, name)) followed by `args`, as one array: the
- * argument list of a script that takes all five keys, built without the
- * intermediate object and arrays (it is made for every acquire and release).
- */
-export function scriptArgv(prefix: string, name: string, args: readonly (string | number)[]): (string | number)[] {
-  const base = `${prefix}:{${name}}:`
-  const argv: (string | number)[] = [`${base}h`, `${base}t`, `${base}q`, `${base}qi`, `${base}x`]
-  for (const arg of args) argv.push(arg)
-  return argv
+/** The hold key of a name: the exclusive hold, or the fencing counter while free (scripts/basics.lua). */
+export function holdKey(prefix: string, name: string): string {
+  return `${baseKey(prefix, name)}x`
 }
 
 /**
@@ -40,7 +21,7 @@ export function scriptArgv(prefix: string, name: string, args: readonly (string 
  * from the node's own line keys so that no node ever hands the name over.
  */
 export function redlockLineKeys(prefix: string, name: string): { line: string; lineInfo: string } {
-  const base = `${prefix}:{${name}}:`
+  const base = baseKey(prefix, name)
   return { line: `${base}rq`, lineInfo: `${base}rqi` }
 }
 

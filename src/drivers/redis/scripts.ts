@@ -17,14 +17,15 @@ export interface ScriptSpec {
 }
 
 export const SCRIPTS = {
-  acquire: { file: 'acquire', numberOfKeys: 5 },
-  release: { file: 'release', numberOfKeys: 5 },
-  extend: { file: 'extend', numberOfKeys: 2 },
-  forceRelease: { file: 'force-release', numberOfKeys: 5 },
-  inspect: { file: 'inspect', numberOfKeys: 5 },
-  downgrade: { file: 'downgrade', numberOfKeys: 5 },
+  acquire: { file: 'acquire', numberOfKeys: 1 },
+  release: { file: 'release', numberOfKeys: 1 },
+  extend: { file: 'extend', numberOfKeys: 1 },
+  forceRelease: { file: 'force-release', numberOfKeys: 1 },
+  inspect: { file: 'inspect', numberOfKeys: 1 },
+  downgrade: { file: 'downgrade', numberOfKeys: 1 },
+  proclaim: { file: 'proclaim', numberOfKeys: 1 },
   // Used by the Redlock driver, which runs the scripts above on each of its nodes.
-  redlockLine: { file: 'redlock-line', numberOfKeys: 4 },
+  redlockLine: { file: 'redlock-line', numberOfKeys: 1 },
   raiseToken: { file: 'raise-token', numberOfKeys: 1 },
 } as const satisfies Record<string, ScriptSpec>
 

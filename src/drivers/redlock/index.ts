@@ -7,7 +7,7 @@ import { monotonicNow } from '../../core/clock.js'
 import { BatonError } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 import { createRedisDriver, memberOf, type RedisDriver } from '../redis/index.js'
-import { lockKeys, wakeChannelPrefix } from '../redis/keys.js'
+import { wakeChannelPrefix } from '../redis/keys.js'
 import { answeredAll, driftMs, describeFailure, gather, majorityOf, validityMs, type Answer, type NodeCall } from './quorum.js'
 import { Line, type LinePlace, type LineSpot } from './line.js'
 import { RedlockNode } from './node.js'
@@ -93,6 +93,19 @@ const REFUSED: Partial<Record<LockSpec['kind'], string>> = {
     '{1,3} each have a majority while no node has more than 2, so 3 hold at once; use redis:// or a consensus store (etcd, ZooKeeper)',
 }
 
+/**
+ * Why leader election is refused (Driver.electionRefusal). Its lock part
+ * would work (a fair Redlock mutex), but the leader's value would live on
+ * independent nodes: a proclaim that reaches only some of them (one down or
+ * slow) leaves them disagreeing, so readers that ask different majorities
+ * see the new value and then the old one again, and an observer could not
+ * keep changes in order. Said once here, for the user and the README.
+ */
+const ELECTION_REFUSAL =
+  'leader election is refused on redlock://: the leader\'s value would live on independent nodes, and a proclaim that reaches only ' +
+  'some of them lets readers of different majorities see the new value, then the old one again (no order for observe()); ' +
+  'use redis://, a consensus store (etcd, ZooKeeper) or PostgreSQL'
+
 /** One watched owner: its wake-ups from every node, and how to stop them. */
 interface Route {
   readonly name: string
@@ -122,6 +135,7 @@ interface HoldState {
 export class RedlockDriver implements Driver {
   readonly store = 'redlock'
   readonly capabilities = CAPABILITIES
+  readonly electionRefusal = ELECTION_REFUSAL
   private readonly majority: number
   private readonly holds = new Map<string, HoldState>()
   private readonly spots = new Map<string, LineSpot>()
@@ -134,15 +148,15 @@ export class RedlockDriver implements Driver {
   constructor(
     private readonly nodes: readonly RedlockNode[],
     private readonly settings: RedlockSettings,
-    private readonly keyPrefix: string,
+    keyPrefix: string,
   ) {
     this.majority = majorityOf(nodes.length)
-    this.line = new Line(keyPrefix, wakeChannelPrefix(keyPrefix))
+    this.line = new Line(wakeChannelPrefix(keyPrefix))
     for (const node of nodes) node.onConnected = (driver) => this.adopt(driver)
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
-    const refusal = REFUSED[request.kind]
+    const refusal = request.value !== undefined ? ELECTION_REFUSAL : REFUSED[request.kind]
     if (refusal) return { status: 'conflict', detail: refusal }
     if (request.ttlMs > this.largestTtlMs) this.largestTtlMs = request.ttlMs
     const spot = this.spots.get(request.owner)
@@ -188,8 +202,12 @@ export class RedlockDriver implements Driver {
     const calls = this.nodes.map((node, i): NodeCall<AcquireResult> => {
       const driver = node.driver
       if (!driver) return node.unreachable()
+      const epoch = node.guard.epoch
       return () => (state.pending[i] = driver.acquire(nodeRequest).then((result) => {
         state.pending[i] = undefined
+        // Judged per answer, not once per round: a node that restarted while
+        // this request waited (re-sent on the new connection) does not vote.
+        counted[i] = counted[i]! && node.guard.counts(epoch, this.largestTtlMs)
         if (result.status !== 'granted') return result
         // A grant after the lease was taken on a majority (a straggler)
         // joins the hold when its token is not above the lease's, and is
@@ -497,11 +515,11 @@ export class RedlockDriver implements Driver {
         return done
       }
     })
-    // Done once a majority answered and one of them held it: the name is
-    // free on a majority, which is all a next holder needs; the slower nodes'
-    // releases are on their way (sent already, ahead of anything else this
-    // client sends them).
-    const answers = await gather(calls, this.settings.timeoutMs, releasedOnMajority(this.majority))
+    // Done once every node answered (or the vote timeout passed): a majority
+    // is all a next holder needs, but a caller that inspects right after its
+    // release must not find a slower node still holding (a vote that came
+    // late is released there by owner), and a down node answers at once.
+    const answers = await gather(calls, this.settings.timeoutMs, answeredAll)
     return answers.some((a) => a.kind === 'answered' && a.value)
   }
 
@@ -510,7 +528,7 @@ export class RedlockDriver implements Driver {
     tokens.forEach((t, i) => {
       const driver = this.nodes[i]!.driver
       if (t !== undefined && t < token && driver) {
-        driver.script('raiseToken', name, [lockKeys(this.keyPrefix, name).token], [token.toString()]).catch(() => {})
+        driver.call('raiseToken', name, [token.toString(), driver.fenceTtl]).catch(() => {})
       }
     })
   }
@@ -533,6 +551,11 @@ export class RedlockDriver implements Driver {
     const route = this.routes.get(owner)
     if (!route) return
     if (wake.type === 'retry') {
+      // A holder's "retry" is a node's resubscribe: that node's lost notice
+      // may be gone, but the other nodes' notices are not, and a quorum
+      // re-read now could declare a live hold lost only because a node is
+      // down; its renewals decide.
+      if (this.holds.has(owner)) return
       // Woken by a release (the head) or a forced release (everyone, the
       // line emptied): ask the nodes at once.
       const spot = this.spots.get(owner)
@@ -581,7 +604,14 @@ export class RedlockDriver implements Driver {
       // client knows its own leases' tokens).
       const ends = seen.map((h) => h.expiresAt).sort((x, y) => y - x)
       const token = this.holds.get(owner)?.token ?? seen.map((h) => h.token).sort(descending)[0]!
-      holders.push({ owner, token, mode: seen[0]!.mode, expiresAt: ends[this.majority - 1]! })
+      // Who asked and since when, as the nodes keep it (each node's own grant time; the earliest shown).
+      const description = seen.find((h) => h.description !== undefined)?.description
+      const since = Math.min(...seen.map((h) => h.since ?? Infinity))
+      holders.push({
+        owner, token, mode: seen[0]!.mode, expiresAt: ends[this.majority - 1]!,
+        ...(description !== undefined ? { description } : {}),
+        ...(Number.isFinite(since) ? { since } : {}),
+      })
     }
     // Null only when no node has anything: a hold left on a minority (a node
     // excluded, a split vote on its way out) still shows in the per-node view.
@@ -684,19 +714,6 @@ function unwrapSlow(error: unknown): unknown {
   return error instanceof SlowQuorum ? error.error : error
 }
 
-/** A release is settled once `majority` nodes answered and one of them held the name. */
-function releasedOnMajority(majority: number): (partial: readonly (Answer<boolean> | undefined)[]) => boolean {
-  return (partial) => {
-    let heard = 0
-    let held = false
-    for (const a of partial) {
-      if (a?.kind !== 'answered') continue
-      heard += 1
-      held ||= a.value
-    }
-    return held && heard >= majority
-  }
-}
 
 const descending = (x: bigint, y: bigint): number => (x > y ? -1 : x < y ? 1 : 0)
 
@@ -747,6 +764,12 @@ export const createRedlockDriver: DriverFactory = async (url: StoreUrl, options:
     await Promise.all(nodes.map((node) => node.close()))
     const causes: Record<string, string> = {}
     nodes.forEach((node, i) => { causes[node.display] = failures[i] ?? 'connected' })
+    // Refused credentials are no outage: trying again will not help.
+    const refused = nodes.filter((node) => node.refusedCredentials)
+    if (refused.length >= majorityOf(nodes.length)) {
+      throw new BatonError('UNAUTHORIZED', `${refused.length} of ${nodes.length} redlock nodes of ${url.display} refused the connection: ` +
+        `${failures[refused[0]!.index]}`, { nodes: causes })
+    }
     throw new BatonError(
       'QUORUM_NOT_REACHED',
       `only ${up} of ${nodes.length} redlock nodes of ${url.display} could be reached (a majority is ${majorityOf(nodes.length)}) [` +

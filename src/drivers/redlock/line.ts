@@ -1,6 +1,5 @@
-import type { AcquireRequest, HoldMode, LockSpec } from '../../core/driver.js'
+import type { AcquireRequest, HoldMode, LockSpec, WaiterSummary } from '../../core/driver.js'
 import type { RedisDriver } from '../redis/index.js'
-import { lockKeys, redlockLineKeys } from '../redis/keys.js'
 
 /** Where this client's waiting owner stands in the line, as last seen. */
 export interface LineSpot {
@@ -32,25 +31,19 @@ const MODE: Record<string, HoldMode> = { x: 'exclusive', r: 'read', w: 'write' }
  * (redis/scripts/redlock-line.lua): join, peek, leave, wake the head.
  */
 export class Line {
-  constructor(private readonly keyPrefix: string, private readonly channelPrefix: string) {}
-
-  private keys(name: string): string[] {
-    const hold = lockKeys(this.keyPrefix, name)
-    const line = redlockLineKeys(this.keyPrefix, name)
-    return [hold.exclusive, hold.shared, line.line, line.lineInfo]
-  }
+  constructor(private readonly channelPrefix: string) {}
 
   /** Joins or refreshes (`join`), or only looks: what is ahead, whether the name is free there, and the line's length. */
   async place(driver: RedisDriver, request: AcquireRequest, join: boolean): Promise<LinePlace> {
     const ttl = Math.max(1, Math.ceil(request.queueTtlMs || request.ttlMs))
-    const [rank, free, length] = (await driver.script('redlockLine', request.name, this.keys(request.name), [
-      join ? 'join' : 'peek', request.owner, ttl, this.channelPrefix, LETTER[request.mode],
+    const [rank, free, length] = (await driver.call('redlockLine', request.name, [
+      join ? 'join' : 'peek', request.owner, ttl, this.channelPrefix, LETTER[request.mode], 0, request.description ?? '',
     ])) as [number, number, number]
     return { rank: Number(rank), free: Number(free) === 1, length: Number(length) }
   }
 
   leave(driver: RedisDriver, spec: LockSpec & { readonly owner: string }): Promise<unknown> {
-    return driver.script('redlockLine', spec.name, this.keys(spec.name), ['leave', spec.owner, 0, this.channelPrefix, 'x'])
+    return driver.call('redlockLine', spec.name, ['leave', spec.owner, 0, this.channelPrefix, 'x'])
   }
 
   /**
@@ -60,24 +53,31 @@ export class Line {
    * match, the hold of the member's owner is ended whatever its token.
    */
   async release(driver: RedisDriver, name: string, member: string, guess = false): Promise<boolean> {
-    return Number(await driver.script('redlockLine', name, this.keys(name), ['release', member, guess ? 1 : 0, this.channelPrefix, 'x'])) === 1
+    return Number(await driver.call('redlockLine', name, ['release', member, guess ? 1 : 0, this.channelPrefix, 'x', driver.fenceTtl])) === 1
   }
 
   /** Tells the head of the line (and the readers right behind a reader head) to try again. */
   wake(driver: RedisDriver, name: string): Promise<unknown> {
-    return driver.script('redlockLine', name, this.keys(name), ['wake', '', 0, this.channelPrefix, 'x'])
+    return driver.call('redlockLine', name, ['wake', '', 0, this.channelPrefix, 'x'])
   }
 
   /** Tells every waiter to try again (after a forced release). */
   wakeAll(driver: RedisDriver, name: string): Promise<unknown> {
-    return driver.script('redlockLine', name, this.keys(name), ['wakeAll', '', 0, this.channelPrefix, 'x'])
+    return driver.call('redlockLine', name, ['wakeAll', '', 0, this.channelPrefix, 'x'])
   }
 
   /** The live waiters in line order, with the mode each waits for. */
-  async list(driver: RedisDriver, name: string): Promise<{ owner: string; mode: HoldMode }[]> {
-    const flat = (await driver.script('redlockLine', name, this.keys(name), ['list', '', 0, this.channelPrefix, 'x'])) as string[]
-    const waiters: { owner: string; mode: HoldMode }[] = []
-    for (let i = 0; i < flat.length; i += 2) waiters.push({ owner: flat[i]!, mode: MODE[flat[i + 1]!] ?? 'exclusive' })
+  async list(driver: RedisDriver, name: string): Promise<WaiterSummary[]> {
+    const flat = (await driver.call('redlockLine', name, ['list', '', 0, this.channelPrefix, 'x'])) as string[]
+    const waiters: WaiterSummary[] = []
+    for (let i = 0; i < flat.length; i += 4) {
+      const description = flat[i + 2]
+      const since = Number(flat[i + 3])
+      waiters.push({
+        owner: flat[i]!, mode: MODE[flat[i + 1]!] ?? 'exclusive',
+        ...(description ? { description } : {}), ...(since > 0 ? { since } : {}),
+      })
+    }
     return waiters
   }
 }

@@ -1,5 +1,6 @@
 import type { DriverFactory, DriverOptions } from '../../core/driver.js'
 import type { StoreUrl } from '../../core/url.js'
+import { isBatonError } from '../../core/errors.js'
 import type { RedisDriver } from '../redis/index.js'
 import { nodeChannel, parseServerInfo, RestartGuard, type GuardState, type NodeEvent } from './restart-guard.js'
 
@@ -20,6 +21,8 @@ export class RedlockNode {
   onConnected: ((driver: RedisDriver) => void) | undefined
   readonly guard: RestartGuard
   private lastError = 'not connected yet'
+  /** The node refused this client's credentials at its last connection attempt. */
+  refusedCredentials = false
   private timer: NodeJS.Timeout | undefined
   private closed = false
   private factory: DriverFactory | undefined
@@ -55,6 +58,7 @@ export class RedlockNode {
       return undefined
     } catch (error) {
       this.lastError = error instanceof Error ? error.message : String(error)
+      this.refusedCredentials = isBatonError(error, 'UNAUTHORIZED')
       this.retryLater()
       return this.lastError
     }

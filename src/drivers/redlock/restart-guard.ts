@@ -43,8 +43,22 @@ export class RestartGuard {
 
   constructor(private readonly node: string, private readonly maxTtlMs: number) {}
 
+  /**
+   * Connections so far: an answer counts only if its request was sent on the
+   * connection it came back on. ioredis re-sends an unanswered command after
+   * a reconnect, and the node it reaches may have restarted empty meanwhile
+   * (before INFO tells this guard so).
+   */
+  private connectionEpoch = 0
+
+  /** The current connection, to be given back to `counts` with the answer. */
+  get epoch(): number {
+    return this.connectionEpoch
+  }
+
   /** The connection dropped: until its run_id is checked again nothing from this node counts. */
   suspect(why: string): void {
+    this.connectionEpoch += 1
     if (!this.verified) return
     this.verified = false
     this.publish('down', why)
@@ -60,6 +74,15 @@ export class RestartGuard {
     }
     this.runId = runId
     this.verified = true
+  }
+
+  /**
+   * Whether an answer arriving now to a request sent at connection `sentEpoch`
+   * counts: the node counts now and the connection never dropped in between,
+   * so every hold it had since its restart is known to this guard.
+   */
+  counts(sentEpoch: number, largestTtlMs: number): boolean {
+    return sentEpoch === this.connectionEpoch && this.check(largestTtlMs).state === 'counted'
   }
 
   /** Whether this node's votes count now, with `largestTtlMs` the largest ttl this client uses. */

@@ -16,6 +16,10 @@ export interface Slot {
   readonly kind: LockKind
   mode: HoldMode
   readonly permits: number
+  /** LockSpec.weight: how many permits the entry takes (1 for other kinds). */
+  readonly weight: number
+  /** LockSpec.lockDelayMs: how long the entry outlives a hold that expired (not one released). */
+  readonly lockDelayMs: number
   token: bigint
   held: boolean
   ttlMs: number
@@ -42,6 +46,13 @@ export interface SlotStore<S extends Slot> {
   standBehind(slot: S, blockers: readonly LineEntry[], marker: unknown): void
   /** What a grant or renewal reports as the lease left (never past what the store surely keeps). */
   ttlLeft(slot: S): number
+  /**
+   * A hold with a lock delay expired: its entry stays in its place for the
+   * delay (a phantom holder of the same mode) and then goes by the store's own
+   * means, even if this client dies meanwhile. Rejects when the store did not
+   * answer, and is then called again later.
+   */
+  keepForLockDelay(slot: S): Promise<void>
   /** Called when a slot leaves this client's books. */
   forgotten?(slot: S): void
 }
@@ -51,6 +62,17 @@ export class Slots<S extends Slot> {
   private readonly wakes = new Map<string, (wake: Wake) => void>()
   /** Deletes waiting to be tried again (the store did not answer). */
   private readonly retries = new Set<NodeJS.Timeout>()
+  /**
+   * Owners whose entry this client has decided to remove, with the try in
+   * flight, until the store confirmed a removal. A later attempt of the same
+   * owner would otherwise re-find that entry (by its owner-derived name, as a
+   * retry after a lost reply must) and be answered `granted` while the delete
+   * is still on its way: etcd runs concurrent requests in any order, and a
+   * delete tried again after a failure is sent after the attempt. Once the
+   * delete lands, the store lets the next owner in, and this one only learns
+   * of it afterwards (two holders; seen by `baton verify` after a SIGSTOP).
+   */
+  private readonly removals = new Map<string, Set<{ pending: Promise<void> }>>()
   private closed = false
 
   constructor(private readonly store: SlotStore<S>) {}
@@ -79,7 +101,7 @@ export class Slots<S extends Slot> {
     clearTimeout(slot.stale)
     clearTimeout(slot.expiry)
     slot.endsAt = monotonicNow() + slot.ttlMs
-    slot.expiry = setTimeout(() => this.drop(slot), slot.ttlMs + 1)
+    slot.expiry = setTimeout(() => this.expire(slot), slot.ttlMs + 1)
     slot.expiry.unref()
   }
 
@@ -96,6 +118,15 @@ export class Slots<S extends Slot> {
     slot.stale.unref()
   }
 
+  /** The hold's ttl ended unrenewed: its entry goes, or stays for the lock delay first. */
+  private expire(slot: S): void {
+    if (this.byOwner.get(slot.owner) !== slot) return
+    if (slot.lockDelayMs <= 0) return this.drop(slot)
+    this.forget(slot)
+    // Given up like a removal: the owner's entry is a phantom now, never its hold again.
+    void this.remove(slot.owner, () => this.store.keepForLockDelay(slot)).catch(() => {})
+  }
+
   /** Leaves the books and deletes the entry in the store. */
   drop(slot: S): void {
     if (this.byOwner.get(slot.owner) !== slot) return
@@ -109,17 +140,71 @@ export class Slots<S extends Slot> {
    * hold its place (a ghost holder nobody releases) for as long as this
    * client keeps its lease or session alive, e.g. once a lost majority is back.
    */
-  deleteEntry(slot: S, delayMs = 250): void {
+  deleteEntry(slot: S): void {
+    void this.remove(slot.owner, () => this.store.drop(slot)).catch(() => {})
+  }
+
+  /**
+   * Removes an entry of `owner` from the store: the first try's outcome is
+   * returned, and while the store does not answer it is tried again, with a
+   * backoff, until it succeeds or the client closes. Until then the owner is
+   * `removing` (see `settled`), so none of its later attempts adopts the entry.
+   */
+  remove(owner: string, step: () => Promise<void>): Promise<void> {
+    const removal = { pending: Promise.resolve() }
+    const ofOwner = this.removals.get(owner) ?? new Set()
+    ofOwner.add(removal)
+    this.removals.set(owner, ofOwner)
+    const done = (): void => {
+      ofOwner.delete(removal)
+      if (ofOwner.size === 0 && this.removals.get(owner) === ofOwner) this.removals.delete(owner)
+    }
+    const attempt = (delayMs: number): Promise<void> => {
+      const tried = step()
+      removal.pending = tried.then(() => {}, () => {})
+      tried.then(done, () => {
+        if (this.closed) return done()
+        this.later(() => void attempt(Math.min(delayMs * 2, 5000)).catch(() => {}), delayMs)
+      })
+      return tried
+    }
+    return attempt(250)
+  }
+
+  /**
+   * Waits for the removals of `owner`'s entries in flight, if any; true when
+   * none is pending any more (the store confirmed each). An attempt of that
+   * owner must not look for its entry before this is true: the entry it would
+   * find is one this client is deleting.
+   */
+  async settled(owner: string): Promise<boolean> {
+    const ofOwner = this.removals.get(owner)
+    if (!ofOwner) return true
+    await Promise.all([...ofOwner].map((r) => r.pending))
+    return !this.removals.has(owner)
+  }
+
+  /** Runs `run` after `delayMs` unless the client closed meanwhile. */
+  private later(run: () => void, delayMs: number): void {
     if (this.closed) return
-    this.store.drop(slot).catch(() => {
-      if (this.closed) return
-      const timer = setTimeout(() => {
-        this.retries.delete(timer)
-        this.deleteEntry(slot, Math.min(delayMs * 2, 5000))
-      }, delayMs)
-      timer.unref()
-      this.retries.add(timer)
-    })
+    const timer = setTimeout(() => {
+      this.retries.delete(timer)
+      if (!this.closed) run()
+    }, delayMs)
+    timer.unref()
+    this.retries.add(timer)
+  }
+
+  /**
+   * Removes what attempts of `owner` whose replies were lost may have left in
+   * the store (an entry this client does not know of, on its live lease or
+   * session, which nobody else would ever delete). The first try's outcome is
+   * returned; while the store does not answer, it is tried again with a
+   * backoff until it succeeds or the client closes (no later attempt of the
+   * same owner adopts the entry meanwhile: see `settled`).
+   */
+  removeLeftovers(owner: string, remove: () => Promise<void>): Promise<void> {
+    return this.remove(owner, remove)
   }
 
   forget(slot: S): void {
@@ -177,7 +262,13 @@ export class Slots<S extends Slot> {
         }
       } while (slot.again)
     } catch {
-      // The store did not answer: the waiter's own refresh (every queue ttl / 3) reads the line again.
+      // The store did not answer: read again soon. The watches that woke us
+      // fired once and are not set again until the line is read, so giving up
+      // here would leave a waiter due a grant never told (its own refreshes
+      // read the line too, but they may be far apart).
+      this.later(() => {
+        if (this.byOwner.get(slot.owner) === slot && !slot.held) void this.recheck(slot)
+      }, 250)
     } finally {
       slot.checking = false
     }
@@ -194,6 +285,13 @@ export class Slots<S extends Slot> {
     return all.filter((s) => !s.held)
   }
 }
+
+/**
+ * The answer to an attempt of an owner whose entry this client is still
+ * removing (`Slots.settled` is false): the store did not confirm the delete
+ * yet, which is tried again meanwhile; the attempt is tried again shortly.
+ */
+export const STILL_REMOVING: AcquireResult = { status: 'busy', retryAfterMs: 250 }
 
 /** A busy answer: wake-ups come from watches, the core only comes back to refresh the place in line. */
 export function busyIn(line: readonly LineEntry[], queueTtlMs: number): AcquireResult {

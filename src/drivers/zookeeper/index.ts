@@ -5,14 +5,15 @@ import type {
 } from '../../core/driver.js'
 import { inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { monotonicNow } from '../../core/clock.js'
+import { weightOf } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
-import { conflictIn, decodeEntry, encodeEntry, noLockDelay, holdersIn, summaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
-import { busyIn, newSlot, Slots, type Slot, type SlotStore } from '../sequenced/slots.js'
+import { conflictIn, decodeEntry, decodeNote, encodeEntry, encodeNote, holdersIn, summaryOf, waiterSummaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
+import { busyIn, newSlot, Slots, STILL_REMOVING, type Slot, type SlotStore } from '../sequenced/slots.js'
 import { CreateMode, ensureChroot, errorCode, Exception, ZkSession, zkDiagnosis, zkTarget, type ZkTarget } from './session.js'
 
 const CAPABILITIES: Capabilities = {
-  // A crashed client's nodes go with its session: no phantom slot can outlive it.
-  fair: true, rwlock: true, semaphore: true, lockDelay: false, handoff: true, durableTokens: true,
+  // Lock delay: an expired hold's node stays for the delay; a crashed client's session outlives its holds by it.
+  fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: true,
 }
 
 /** Every lock's parent node lives under this node (below the URL's chroot). */
@@ -28,6 +29,22 @@ const NODE_DATA_CHANGED = 3
 
 interface ZkSlot extends Slot {
   readonly session: ZkSession
+  /** The node's data: who asked (encodeNote), written again as is by a downgrade; a candidate's value (proclaim rewrites it). */
+  note: string
+  /**
+   * The watchers this slot sets, one function each for its life: the client
+   * library keeps a watcher function once per path, so setting them again
+   * (every refresh, every reconnect) adds nothing.
+   */
+  onBlockerChange?: (event: Event) => void
+  onOwnChange?: (event: Event) => void
+}
+
+/** An observed election name: its observers, the one watcher function of its watches, the session they are on. */
+interface Observed {
+  readonly observers: Set<() => void>
+  readonly onEvent: (event: Event) => void
+  session?: ZkSession
 }
 
 /**
@@ -46,8 +63,10 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   private readonly slots = new Slots<ZkSlot>(this)
   /** Entries of this client per name, for removing parents that fall empty. */
   private readonly parents = new Map<string, { count: number; linger?: NodeJS.Timeout }>()
-  /** Write nodes seen downgraded (their data says "read"): they block writers only. */
+  /** Write nodes seen downgraded (their data was set again: version > 0): they block writers only. */
   private readonly downgraded = new Set<string>()
+  /** Removals of expired holds' nodes at the end of their lock delay. */
+  private readonly delays = new Set<NodeJS.Timeout>()
   private closed = false
 
   constructor(private readonly target: ZkTarget, private readonly clientId: string) {}
@@ -55,14 +74,8 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
     const known = this.slots.get(request.owner)
     if (known?.held) return this.slots.granted(known)
-    if (known) {
-      // Watches are delivered reliably (re-set by the library after a reconnect): no need to read again.
-      this.slots.keepWaiting(known, request.queueTtlMs)
-      return { status: 'busy', retryAfterMs: Math.max(1, request.queueTtlMs) }
-    }
-    const noDelay = noLockDelay('ZooKeeper', request)
-    if (noDelay) return { status: 'conflict', detail: noDelay }
-    const session = await this.sessionFor(request.ttlMs)
+    if (known) return this.refreshWaiter(known, request)
+    const session = await this.sessionFor(request.ttlMs, request.lockDelayMs)
     if (session.timeoutMs < request.ttlMs) {
       return {
         status: 'conflict',
@@ -71,21 +84,25 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       }
     }
     const parent = parentOf(request.name)
+    // Who asked, in the node's data; when is the node's creation time (ctime, the ensemble's clock).
+    const note = encodeNote({ description: request.description, value: request.value })
+    // A retry finds its node by its owner: never one this client is still removing.
+    if (request.retry && !(await this.slots.settled(request.owner))) return STILL_REMOVING
     const found = request.retry ? await this.findOwn(session, parent, request.owner) : undefined
     const { path, children, parentStat } = found
       ? { path: found, ...await this.readParent(session, parent) }
-      : await this.createEntry(session, parent, `${encodeEntry(request)}-`)
+      : await this.createEntry(session, parent, `${encodeEntry(request)}-`, note)
     const own = path.slice(parent.length + 1)
     if (!children.includes(own)) return { status: 'busy', retryAfterMs: 1 } // removed at once (forced): try again
     const line = this.parseLine(parent, children)
     const conflict = conflictIn(line, request)
     if (conflict) {
-      await this.removeNode(session, path)
+      await this.slots.remove(request.owner, () => this.removeNode(session, path))
       return { status: 'conflict', detail: conflict }
     }
     const slot = newSlot<ZkSlot>({
       owner: request.owner, name: request.name, id: path, kind: request.kind, mode: request.mode,
-      permits: request.permits, token: tokenOf(parentStat, own), ttlMs: request.ttlMs, session,
+      permits: request.permits, weight: weightOf(request), lockDelayMs: request.lockDelayMs, token: tokenOf(parentStat, own), ttlMs: request.ttlMs, session, note,
     })
     this.adopt(slot)
     this.watchOwn(slot)
@@ -93,7 +110,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     if (placed === 'granted') return this.slots.granted(slot)
     if (!request.enqueue || placed === undefined) {
       this.slots.forget(slot)
-      await this.removeNode(session, path)
+      await this.slots.remove(slot.owner, () => this.drop(slot))
     } else {
       this.slots.keepWaiting(slot, request.queueTtlMs)
     }
@@ -104,9 +121,10 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     return Promise.all(holds.map(async (hold): Promise<ExtendResult> => {
       const slot = this.slots.get(hold.owner)
       if (!slot || !slot.held || slot.name !== hold.name || slot.token !== hold.token) return { status: 'lost' }
-      // The node is ephemeral: it lives while its session does; this read proves both.
-      const stat = await this.guard(slot.session.exists(slot.id))
-      if (!stat || this.slots.get(hold.owner) !== slot) {
+      // The node is ephemeral: it lives while its session does; this check,
+      // answered by the leader (never from a follower's stale copy), proves both.
+      const present = await this.guard(slot.session.existsAtLeader(slot.id))
+      if (!present || this.slots.get(hold.owner) !== slot) {
         this.slots.forget(slot)
         return { status: 'lost' }
       }
@@ -119,33 +137,26 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   async release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
     const slot = this.slots.get(hold.owner)
     if (!slot || slot.name !== hold.name) {
-      // An attempt whose reply was lost may still have made a node: find it by its owner.
+      // An attempt whose reply was lost may still have made a node on a live
+      // session: find it by its owner (in its name, as Curator's protected
+      // mode does) and remove it, again and again until the ensemble answers.
       if (!('token' in hold) && hold.owner.startsWith(`${this.clientId}.`)) {
-        for (const pending of this.sessions.values()) {
-          const session = await pending.catch(() => undefined)
-          const path = session && await this.findOwn(session, parentOf(hold.name), hold.owner)
-          if (session && path) await this.removeNode(session, path)
-        }
+        await this.slots.removeLeftovers(hold.owner, () => this.removeOwn(parentOf(hold.name), hold.owner))
       }
       return false
     }
     this.slots.forget(slot)
-    try {
-      await this.removeNode(slot.session, slot.id)
-    } catch (error) {
-      this.slots.deleteEntry(slot)
-      throw error
-    }
+    await this.slots.remove(slot.owner, () => this.drop(slot))
     return slot.held
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {
     const slot = this.slots.get(hold.owner)
     if (!slot || !slot.held || slot.mode !== 'write' || slot.token !== hold.token) return false
-    // The mode is in the node's name, which can not change: the data says "now a reader",
-    // and readers watching this node are woken by the data change.
+    // The mode is in the node's name, which can not change: a data version above 0 says
+    // "now a reader", and readers watching this node are woken by the data change.
     try {
-      await slot.session.setData(slot.id, Buffer.from('read'))
+      await slot.session.setData(slot.id, Buffer.from(slot.note))
     } catch (error) {
       if (errorCode(error) === Exception.NO_NODE) {
         this.slots.forget(slot)
@@ -162,19 +173,105 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     return this.slots.watch(owner, onWake)
   }
 
+  /**
+   * The node's data carries the value (encodeNote's "v"): set again in
+   * place. Its data version goes above 0, which marks a *write* node
+   * downgraded; a leader's node is exclusive, which that never changes.
+   */
+  async proclaim(hold: HoldRef, value: string): Promise<boolean> {
+    const slot = this.slots.get(hold.owner)
+    if (!slot || !slot.held || slot.token !== hold.token || slot.name !== hold.name || slot.mode !== 'exclusive') return false
+    const note = encodeNote({ ...decodeNote(slot.note), value })
+    try {
+      await slot.session.setData(slot.id, Buffer.from(note))
+    } catch (error) {
+      if (errorCode(error) === Exception.NO_NODE) {
+        this.slots.forget(slot)
+        return false
+      }
+      throw await zkDiagnosis(this.target, error)
+    }
+    slot.note = note
+    return true
+  }
+
+  /** Election observers by name: a children watch on the name's node and a data watch on its first entry. */
+  private readonly observed = new Map<string, Observed>()
+
+  observe(name: string, onChange: () => void): () => void {
+    let entry = this.observed.get(name)
+    if (!entry) {
+      const observers = new Set<() => void>()
+      const made = {
+        observers,
+        // One function per name: the client library keeps a watcher once per path, so arming again adds none.
+        // The observers are told once the watches are set again, so a change right after their read is not missed.
+        onEvent: () => this.armObserver(name, made),
+      } as Observed
+      entry = made
+      this.observed.set(name, made)
+      this.armObserver(name, made)
+    }
+    const mine = () => onChange()
+    const kept = entry
+    kept.observers.add(mine)
+    return () => {
+      kept.observers.delete(mine)
+      // ZooKeeper watches can not be removed: an unobserved name's last watch fires once more, to nobody.
+      if (kept.observers.size === 0 && this.observed.get(name) === kept) this.observed.delete(name)
+    }
+  }
+
+  /**
+   * (Re)sets the one-shot watches of an observed name: its children (a
+   * candidate joins, a leader resigns, a session ends) and the first
+   * entry's data (a proclaim). A name with no node yet is watched for its
+   * creation. Set again after every event; a failure tries again shortly
+   * (on a fresh session if the old one expired) and counts as a notice.
+   */
+  private armObserver(name: string, entry: Observed): void {
+    if (this.closed || this.observed.get(name) !== entry) return
+    const parent = parentOf(name)
+    const arm = async (): Promise<void> => {
+      const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+      if (this.closed) return
+      entry.session = session
+      const children = await session.childrenWatched(parent, entry.onEvent).catch(async (error: unknown) => {
+        if (errorCode(error) !== Exception.NO_NODE) throw error
+        return (await session.exists(parent, entry.onEvent)) ? undefined : []
+      })
+      if (children === undefined) return arm() // made meanwhile
+      const head = this.parseLine(parent, children)[0]
+      if (head && !(await session.exists(head.id, entry.onEvent))) return arm() // gone meanwhile
+      if (this.closed || this.observed.get(name) !== entry) return
+      // Watching now: what changed before the watches were set is read now.
+      for (const each of entry.observers) each()
+    }
+    arm().catch(() => {
+      const again = setTimeout(() => {
+        for (const each of entry.observers) each()
+        this.armObserver(name, entry)
+      }, 500)
+      again.unref()
+    })
+  }
+
   async inspect(name: string): Promise<LockInfo | null> {
     const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
     const parent = parentOf(name)
     const { children, stat: parentStat } = await this.guard(session.childrenWithStat(parent)
       .catch((e: unknown) => (errorCode(e) === Exception.NO_NODE ? { children: [] as string[], stat: undefined } : Promise.reject(e))))
-    const stats = new Map<string, Stat>()
+    const nodes = new Map<string, { data: Buffer; stat: Stat }>()
     await this.guard(Promise.all(children.map(async (child) => {
-      const stat = await session.exists(`${parent}/${child}`)
-      if (stat) stats.set(`${parent}/${child}`, stat)
+      const node = await session.getData(`${parent}/${child}`)
+      if (node) nodes.set(`${parent}/${child}`, node)
     })))
-    for (const [path, stat] of stats) if (stat.dataLength > 0) this.downgraded.add(path)
-    const line = this.parseLine(parent, children.filter((c) => stats.has(`${parent}/${c}`)))
-      .map((e) => ({ ...e, token: tokenOf(parentStat!, e.id.slice(parent.length + 1)) }))
+    for (const [path, { stat }] of nodes) if (stat.version > 0) this.downgraded.add(path)
+    const line = this.parseLine(parent, children.filter((c) => nodes.has(`${parent}/${c}`)))
+      .map((e) => {
+        const { data, stat } = nodes.get(e.id)!
+        return { ...e, ...decodeNote(data.toString()), since: Number(stat.ctime.readBigInt64BE(0)), token: tokenOf(parentStat!, e.id.slice(parent.length + 1)) }
+      })
     if (line.length === 0) return null
     const holders = holdersIn(line)
     const wall = Date.now()
@@ -186,7 +283,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     const first = line[0]!
     return {
       name, kind: first.kind, fair: true, permits: first.permits, holders: summaries,
-      waiters: waitersIn(line).map((e) => ({ owner: e.owner, mode: e.mode })),
+      waiters: waitersIn(line).map(waiterSummaryOf),
       lastToken: holders.reduce((max, h) => (h.token > max ? h.token : max), 0n),
       note: `ZooKeeper sessions of this client (asked → granted): ${await this.sessionNote()}; ` +
         'the ensemble clamps sessions to 2-20 × tickTime. A live client ends each hold at its ttl; ' +
@@ -222,6 +319,9 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     const waiting = this.slots.clear()
     await Promise.all(waiting.map((s) => this.removeNode(s.session, s.id).catch(() => {})))
     for (const entry of this.parents.values()) clearTimeout(entry.linger)
+    this.observed.clear()
+    // Closing the sessions removes nodes kept for a lock delay too: a closed client's delays end with it.
+    for (const timer of this.delays) clearTimeout(timer)
     for (const pending of this.sessions.values()) void pending.then((s) => s.close(), () => {})
     this.sessions.clear()
   }
@@ -234,6 +334,20 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     await this.removeNode(slot.session, slot.id)
   }
 
+  /**
+   * The node stays in its place for the delay, then this client removes it.
+   * Should this client die first, its session (longer than the ttl by the
+   * delay, see sessionFor) ends no sooner than the delay would.
+   */
+  async keepForLockDelay(slot: ZkSlot): Promise<void> {
+    const timer = setTimeout(() => {
+      this.delays.delete(timer)
+      this.slots.deleteEntry(slot)
+    }, slot.lockDelayMs)
+    timer.unref()
+    this.delays.add(timer)
+  }
+
   async readLine(slot: ZkSlot): Promise<{ line: LineEntry[]; marker: unknown }> {
     const parent = parentOf(slot.name)
     const children = await this.guard(slot.session.children(parent))
@@ -242,7 +356,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
 
   /** One exists-watch per blocker; a blocker already gone (or downgraded) means read the line again now. */
   standBehind(slot: ZkSlot, blockers: readonly LineEntry[]): void {
-    const onChange = (event: Event): void => {
+    const onChange = slot.onBlockerChange ??= (event: Event): void => {
       if (event.getType() === NODE_DATA_CHANGED) this.downgraded.add(event.getPath())
       void this.slots.recheck(slot)
     }
@@ -251,7 +365,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
         let stale = false
         stats.forEach((stat, i) => {
           if (!stat) stale = true
-          else if (stat.dataLength > 0 && !this.downgraded.has(blockers[i]!.id)) {
+          else if (stat.version > 0 && !this.downgraded.has(blockers[i]!.id)) {
             this.downgraded.add(blockers[i]!.id)
             stale = true
           }
@@ -329,9 +443,9 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
    * session's requests in the order sent, so the read, sent right behind the
    * create, sees the new node.
    */
-  private async createEntry(session: ZkSession, parent: string, prefix: string): Promise<{ path: string; children: string[]; parentStat: Stat }> {
+  private async createEntry(session: ZkSession, parent: string, prefix: string, note: string): Promise<{ path: string; children: string[]; parentStat: Stat }> {
     for (let attempt = 0; ; attempt++) {
-      const created = session.create(`${parent}/${prefix}`, undefined, CreateMode.EPHEMERAL_SEQUENTIAL)
+      const created = session.create(`${parent}/${prefix}`, Buffer.from(note), CreateMode.EPHEMERAL_SEQUENTIAL)
       const read = session.childrenWithStat(parent)
       try {
         const path = await created
@@ -352,7 +466,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
 
   /** Arms the watch that tells a holder of a forced release; sent after the grant, not waited for. */
   private watchOwn(slot: ZkSlot): void {
-    slot.session.exists(slot.id, this.ownWatch(slot.owner, slot.id)).then((stat) => {
+    slot.session.exists(slot.id, slot.onOwnChange ??= this.ownWatch(slot.owner, slot.id)).then((stat) => {
       if (!stat && this.slots.get(slot.owner) === slot) this.slots.gone(slot, 'the store dropped it (released by force)')
     }, () => {
       // No answer: the session's heartbeat and doubt timer take over.
@@ -367,10 +481,46 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     }
   }
 
+  /** This owner's node under `parent`, if an attempt made one; fails when the ensemble does not answer. */
   private async findOwn(session: ZkSession, parent: string, owner: string): Promise<string | undefined> {
-    const children = await session.children(parent).catch(() => [] as string[])
+    const children = await this.guard(session.children(parent)
+      .catch((e: unknown) => (errorCode(e) === Exception.NO_NODE ? [] as string[] : Promise.reject(e))))
     const mine = children.find((c) => SEQUENCE.test(c) && c.slice(0, -11).endsWith(`|${owner}`))
     return mine && `${parent}/${mine}`
+  }
+
+  /** Removes a node of `owner` this client does not know of (made by an attempt whose reply was lost). */
+  private async removeOwn(parent: string, owner: string): Promise<void> {
+    // Any live session may remove it; one whose session ended took it along.
+    const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+    const path = await this.findOwn(session, parent, owner)
+    if (path) await this.removeNode(session, path)
+  }
+
+  /**
+   * A repeated attempt of a waiter: keeps its place and reads the line again,
+   * which grants it if it is due and sets the watches on its blockers anew.
+   * The watch that should have woken it may have fired while a re-read failed.
+   */
+  private async refreshWaiter(slot: ZkSlot, request: AcquireRequest): Promise<AcquireResult> {
+    this.slots.keepWaiting(slot, request.queueTtlMs)
+    let line: LineEntry[]
+    try {
+      line = (await this.readLine(slot)).line
+    } catch {
+      // Not now: the place stays, and the next refresh reads again.
+      return { status: 'busy', retryAfterMs: Math.max(1, request.queueTtlMs) }
+    }
+    if (this.slots.get(slot.owner) !== slot) return this.acquire(request)
+    if (slot.held) return this.slots.granted(slot)
+    const placed = this.slots.place(slot, line, undefined)
+    if (placed === 'granted') return this.slots.granted(slot)
+    if (placed === undefined) {
+      // Its node is gone (forced release, ended session): join the line again.
+      this.slots.forget(slot)
+      return this.acquire({ ...request, retry: true })
+    }
+    return busyIn(line, request.queueTtlMs)
   }
 
   private async removeNode(session: ZkSession, path: string): Promise<void> {
@@ -383,14 +533,15 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
 
   /**
    * The session behind holds of `ttlMs`: 1.5 × ttl, so a heartbeat every
-   * quarter of it leaves the whole ttl covered. One per distinct length; the
+   * quarter of it leaves the whole ttl covered, plus the lock delay, so a
+   * crashed client's nodes outlive the end of its holds by it. One per distinct length; the
    * ensemble clamps it (see inspect's note).
    */
-  private sessionFor(ttlMs: number): Promise<ZkSession> {
-    const requested = Math.max(1000, Math.ceil((ttlMs * 1.5) / 1000) * 1000)
+  private sessionFor(ttlMs: number, lockDelayMs = 0): Promise<ZkSession> {
+    const requested = Math.max(1000, Math.ceil((ttlMs * 1.5 + Math.max(0, lockDelayMs)) / 1000) * 1000)
     let pending = this.sessions.get(requested)
     if (!pending) {
-      const session = new ZkSession(this.target, requested, (s) => this.sessionExpired(requested, s), (s) => this.sessionInDoubt(s))
+      const session = new ZkSession(this.target, requested, (s) => this.sessionExpired(requested, s), (s) => this.sessionInDoubt(s), (s) => this.sessionReconnected(s))
       pending = session.open().then(() => session, async (error: unknown) => {
         throw await zkDiagnosis(this.target, error)
       })
@@ -419,6 +570,23 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     session.close()
     for (const slot of [...this.slots.byOwner.values()]) {
       if (slot.session === session) this.slots.gone(slot, 'its ZooKeeper session expired')
+    }
+    // Its watches went with it: election observers look again, on a new session.
+    for (const entry of this.observed.values()) if (entry.session === session) entry.onEvent(undefined as unknown as Event)
+  }
+
+  /**
+   * The session is back on a new connection: a deletion notice sent while it
+   * was cut may be lost, so each holder's node is looked at again (and its
+   * watch set anew) and each waiter reads its line again.
+   */
+  private sessionReconnected(session: ZkSession): void {
+    // Election observers look again (a notice may have been lost) and set their watches anew.
+    for (const entry of this.observed.values()) if (entry.session === session) entry.onEvent(undefined as unknown as Event)
+    for (const slot of [...this.slots.byOwner.values()]) {
+      if (slot.session !== session) continue
+      if (slot.held) this.watchOwn(slot)
+      else void this.slots.recheck(slot)
     }
   }
 

@@ -81,6 +81,8 @@ function serverHealth(server: { host: string; port: number }, timeoutMs: number)
       if (mode) resolve({ node, state: 'serving', detail: `up, ${mode}` })
       else if (/not currently serving/i.test(text)) resolve({ node, state: 'no-quorum', detail: 'up, not serving requests (ZooKeeperServer not running: no quorum)' })
       else if (text !== '') resolve({ node, state: 'serving', detail: `up (${text.trim().slice(0, 80)})` })
+      // Accepted, then closed without a word (at maxClientCnxns, or a balancer with no server behind it).
+      else resolve({ node, state: 'down', detail: 'no answer (it accepted the connection and closed it without answering)' })
     })
     socket.on('error', (error) => {
       clearTimeout(timer)
@@ -122,9 +124,22 @@ export class ZkSession {
      * library noticed: Curator's "suspended, then lost", by our own clock.
      */
     private readonly onDoubt: (session: ZkSession) => void = () => {},
+    /**
+     * Called when the session is connected again after losing its connection:
+     * a watch's notice sent while it was cut is lost for good, so what the
+     * session's watches stood for must be read again.
+     */
+    onReconnected: (session: ZkSession) => void = () => {},
   ) {
     this.client = zookeeper.createClient(target.connectionString, { sessionTimeout: requestedMs, spinDelay: 100, retries: 0 })
     if (target.username !== undefined) this.client.addAuthInfo('digest', Buffer.from(`${target.username}:${target.password}`))
+    let cut = false
+    this.client.on('disconnected', () => (cut = true))
+    this.client.on('connected', () => {
+      if (!cut || this.expired) return
+      cut = false
+      onReconnected(this)
+    })
     this.client.on('expired', () => {
       this.expired = true
       this.stop()
@@ -203,8 +218,36 @@ export class ZkSession {
     })
   }
 
+  /**
+   * Whether `path` exists, by a check inside a multi: ZooKeeper orders a multi
+   * through its leader like any write, so a follower cut off from the leader
+   * can not answer it from its own (possibly stale) copy, and a session the
+   * leader has expired gets SESSION_EXPIRED. A plain `exists` would be read
+   * from whichever server the session is on. (The client library has no
+   * `sync`, which would do the same for a read.)
+   */
+  existsAtLeader(path: string): Promise<boolean> {
+    return this.call<boolean>((done) => this.client.transaction().check(path).commit((error) => {
+      if (errorCode(error) === Exception.NO_NODE) done(null, false)
+      else done(error, true)
+    }))
+  }
+
+  /** The node's data and Stat, or null when it does not exist. */
+  getData(path: string): Promise<{ data: Buffer; stat: Stat } | null> {
+    return this.call((done) => this.client.getData(path, (e, data, stat) => {
+      if (errorCode(e) === Exception.NO_NODE) done(null, null)
+      else done(e, { data: data ?? Buffer.alloc(0), stat })
+    }))
+  }
+
   children(path: string): Promise<string[]> {
     return this.call<string[]>((done) => this.client.getChildren(path, (e, children) => done(e, children)))
+  }
+
+  /** The children, with a one-shot watch on them (leader election observers). */
+  childrenWatched(path: string, watcher: (event: Event) => void): Promise<string[]> {
+    return this.call<string[]>((done) => this.client.getChildren(path, watcher, (e, children) => done(e, children)))
   }
 
   /** The children and the parent's own Stat (its creation zxid), in one request. */

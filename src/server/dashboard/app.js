@@ -13,6 +13,7 @@ const RESYNC_MS = 15_000
 const DETAIL_MS = 2_000
 const RECENT_MAX = 100
 const RECENT_SHOWN = 40
+const WAITERS_SHOWN = 5
 const SLOW_DRAW_MS = 250
 
 const $ = (id) => document.getElementById(id)
@@ -24,8 +25,20 @@ const state = {
   locks: new Map(),
   /** Every name of `locks`, sorted as the server sorts them. */
   names: [],
-  prefix: '',
+  /** The name filter: a substring, anywhere in the name. */
+  filter: '',
+  /** Only locks with someone waiting. */
+  contendedOnly: false,
+  /** 'name' | 'waiters' (most first) | 'age' (oldest hold first). */
+  sort: 'name',
+  /** The names shown under the filter and sort, when either is on (else all of `names`). */
+  filtered: null,
   page: 0,
+  /** The server wants no token (its /v1/info answered without one): no admin token to ask for. */
+  open: false,
+  /** false once the events stream broke: rows are shown as of `offlineSince`, countdowns stop. */
+  online: null,
+  offlineSince: 0,
   /** Names on the page shown now, and the last of them. */
   visible: new Set(),
   lastVisible: '',
@@ -82,8 +95,8 @@ const lockPath = (name) => `/v1/locks/${encodeURIComponent(name)}`
 function fromView(view) {
   return {
     name: view.name, kind: view.kind, fair: view.fair, permits: view.permits,
-    holders: view.holders.map((h) => ({ owner: h.owner, token: h.token, mode: h.mode, expiresAt: h.expiresAt })),
-    waiters: view.waiters.length,
+    holders: view.holders.map((h) => ({ owner: h.owner, token: h.token, mode: h.mode, weight: h.weight, expiresAt: h.expiresAt, since: h.since, description: h.description })),
+    waiters: view.waiters.map((w) => ({ owner: w.owner, mode: w.mode, weight: w.weight, since: w.since, description: w.description })),
   }
 }
 
@@ -122,20 +135,42 @@ function deleteLock(map, names, name) {
  * not full), so a stream of grants elsewhere costs no redraw of the rows.
  */
 function namesChanged(name) {
-  if (!name.startsWith(state.prefix)) return
+  if (filtering()) {
+    state.filtered = null
+    state.tableDirty = true
+    return
+  }
   if (state.visible.size < PAGE_SIZE || name <= state.lastVisible) state.tableDirty = true
   else state.countDirty = true
 }
 
-/** [from, to) of the names starting with the prefix. */
-function prefixRange() {
-  const { names, prefix } = state
-  if (!prefix) return [0, names.length]
-  return [lowerBound(names, prefix), lowerBound(names, `${prefix}\uffff`)]
+const filtering = () => state.filter !== '' || state.contendedOnly || state.sort !== 'name'
+
+/** The names to page through: every name, or those the filter keeps, in the chosen order. */
+function shownNames() {
+  if (!filtering()) return state.names
+  if (state.filtered) return state.filtered
+  const { locks, filter, contendedOnly, sort } = state
+  let names = state.names.filter((n) => (filter === '' || n.includes(filter)) && (!contendedOnly || locks.get(n).waiters.length > 0))
+  if (sort === 'waiters') names = names.sort((a, b) => locks.get(b).waiters.length - locks.get(a).waiters.length || (a < b ? -1 : 1))
+  else if (sort === 'age') names = names.sort((a, b) => heldSince(locks.get(a)) - heldSince(locks.get(b)) || (a < b ? -1 : 1))
+  state.filtered = names
+  return names
+}
+
+/** When the lock's oldest hold began (Infinity when unknown or free: sorted last). */
+function heldSince(lock) {
+  let oldest = Infinity
+  for (const h of lock.holders) if (typeof h.since === 'number' && h.since < oldest) oldest = h.since
+  return oldest
 }
 
 function touch(name) {
-  if (state.visible.has(name)) state.tableDirty = true
+  // Under a filter or sort a change (waiters, holders) can move the lock in or out.
+  if (filtering()) {
+    state.filtered = null
+    state.tableDirty = true
+  } else if (state.visible.has(name)) state.tableDirty = true
 }
 
 // ---------------------------------------------------------------------------
@@ -198,9 +233,11 @@ async function fetchDetails() {
   await Promise.all(names.map(async (name) => {
     let view = null
     try {
-      view = await api(lockPath(name))
-    } catch (error) {
-      if (error.status !== 404) return
+      // The list, not GET /v1/locks/{name}: a released lock is no error (no 404 in the console).
+      const page = await api(`/v1/locks?${new URLSearchParams({ prefix: name, limit: '1' })}`)
+      view = page.locks[0]?.name === name ? page.locks[0] : null
+    } catch {
+      return
     }
     if (generation !== state.generation) return
     if (view) setLock(state.locks, state.names, fromView(view))
@@ -219,16 +256,19 @@ function applyEvent(event) {
   const same = (h) => h.token === event.token && h.owner === event.owner
   if (event.type === 'grant') {
     const expiresAt = event.expiresAt ?? (event.ttlMs ? event.at + event.ttlMs : undefined)
-    const holder = { owner: event.owner, token: event.token, mode: event.mode, expiresAt }
+    const holder = { owner: event.owner, token: event.token, mode: event.mode, expiresAt, since: event.at }
     if (!lock) {
-      setLock(locks, names, { name: event.name, kind: event.kind, fair: false, permits: 1, holders: [holder], waiters: 0 })
+      setLock(locks, names, { name: event.name, kind: event.kind, fair: false, permits: 1, holders: [holder], waiters: [] })
     } else if (!lock.holders.some(same)) {
       lock.holders.push(holder)
+      // A waiter granted leaves the line.
+      lock.waiters = lock.waiters.filter((w) => w.owner !== event.owner)
     }
-    if (expiresAt === undefined && state.visible.has(event.name)) wantDetail([event.name])
+    if (state.visible.has(event.name)) wantDetail([event.name])
   } else if (lock) {
     lock.holders = lock.holders.filter((h) => !same(h))
-    if (lock.holders.length === 0 && lock.waiters === 0) deleteLock(locks, names, event.name)
+    if (lock.holders.length === 0 && lock.waiters.length === 0) deleteLock(locks, names, event.name)
+    else if (state.visible.has(event.name)) wantDetail([event.name])
   }
   touch(event.name)
 }
@@ -256,6 +296,7 @@ async function stream(generation) {
       if (res.status === 401 || res.status === 403) return needToken(res.status)
       if (!res.ok || !res.body) throw new Error(`events: ${res.status}`)
       setConnection('live', 'live')
+      setOnline(true)
       if (attempt > 0) void sync(false).catch(() => undefined)
       attempt = 0
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
@@ -274,7 +315,8 @@ async function stream(generation) {
       if (abort.signal.aborted) return
     }
     if (generation !== state.generation) return
-    setConnection('error', 'reconnecting…')
+    setConnection('error', 'disconnected · reconnecting…')
+    setOnline(false)
     await new Promise((r) => setTimeout(r, Math.min(10_000, 500 * 2 ** attempt)))
   }
 }
@@ -295,7 +337,7 @@ function onFrame(frame) {
   }
   if (!event || typeof event.name !== 'string') return
   event.type ??= type
-  if (!['grant', 'release', 'expire', 'lost'].includes(event.type)) return
+  if (!['grant', 'release', 'expire', 'lost', 'forced'].includes(event.type)) return
   receive(event)
 }
 
@@ -350,8 +392,8 @@ function frame() {
 
 function renderTable() {
   state.tableDirty = false
-  const { from, to, start } = renderPaging()
-  const shown = state.names.slice(start, Math.min(to, start + PAGE_SIZE))
+  const { from, to, start, list } = renderPaging()
+  const shown = list.slice(start, Math.min(to, start + PAGE_SIZE))
   const before = state.visible
   state.visible = new Set(shown)
   state.lastVisible = shown.at(-1) ?? ''
@@ -372,7 +414,8 @@ function renderTable() {
 /** The count and page controls; returns the filtered range and where the page starts. */
 function renderPaging() {
   state.countDirty = false
-  const [from, to] = prefixRange()
+  const list = shownNames()
+  const [from, to] = [0, list.length]
   const count = to - from
   const pages = Math.max(1, Math.ceil(count / PAGE_SIZE))
   state.page = Math.min(state.page, pages - 1)
@@ -383,7 +426,7 @@ function renderPaging() {
     : ''
   $('prev').disabled = state.page === 0
   $('next').disabled = state.page >= pages - 1
-  return { from, to, start }
+  return { from, to, start, list }
 }
 
 function el(tag, className, text) {
@@ -401,16 +444,44 @@ function lockRow(lock) {
   const holders = el('td', 'holders')
   if (lock.holders.length === 0) holders.append(el('span', 'muted', 'free'))
   for (const h of lock.holders) {
-    // Time left first: it is what changes; the token and owner digest after it.
+    // Time left first: it is what changes; then mode, token, owner, held since, who.
     const line = el('span', 'holder')
     const left = el('span', 'left', '…')
     if (h.expiresAt !== undefined) left.dataset.expires = String(h.expiresAt)
-    line.append(left, el('span', 'mode', h.mode), document.createTextNode(`#${h.token} · ${h.owner}`))
-    line.title = `${h.mode} · token ${h.token} · owner ${h.owner}`
+    const who = whoText(h.description)
+    const parts = [left, el('span', 'mode', modeText(h)), tokenNode(h.token), el('span', 'owner', h.owner)]
+    if (typeof h.since === 'number') {
+      const held = el('span', 'held', '')
+      held.dataset.since = String(h.since)
+      parts.push(held)
+    }
+    if (who) parts.push(el('span', 'who', who))
+    spaced(line, parts)
+    line.title = `${h.mode} · token ${h.token} · owner ${h.owner}${typeof h.since === 'number' ? ` · held since ${clock(h.since)}` : ''}${who ? ` · ${who}` : ''}`
+    holders.append(line)
+  }
+  if (lock.waiters.length) {
+    const line = el('ol', 'waiters')
+    for (const [i, w] of lock.waiters.slice(0, WAITERS_SHOWN).entries()) {
+      const item = el('li', 'waiter')
+      const who = whoText(w.description)
+      const parts = [el('span', 'pos', `#${i + 1}`), el('span', 'mode', modeText(w)), el('span', 'owner', w.owner)]
+      if (typeof w.since === 'number') {
+        const waiting = el('span', 'held waiting-since', '')
+        waiting.dataset.since = String(w.since)
+        waiting.dataset.prefix = 'waiting '
+        parts.push(waiting)
+      }
+      if (who) parts.push(el('span', 'who', who))
+      spaced(item, parts)
+      item.title = `waiting #${i + 1} · ${w.mode} · owner ${w.owner}${typeof w.since === 'number' ? ` · since ${clock(w.since)}` : ''}${who ? ` · ${who}` : ''}`
+      line.append(item)
+    }
+    if (lock.waiters.length > WAITERS_SHOWN) line.append(el('li', 'muted', `+${lock.waiters.length - WAITERS_SHOWN} more waiting`))
     holders.append(line)
   }
   row.append(holders)
-  row.append(el('td', 'waiting', String(lock.waiters)))
+  row.append(el('td', 'waiting', String(lock.waiters.length)))
   const actions = el('td')
   const force = el('button', 'force', 'force release')
   force.type = 'button'
@@ -420,13 +491,71 @@ function lockRow(lock) {
   return row
 }
 
-/** The live countdowns of the visible page. */
+/** Appends the parts with a space between them (so copied text reads as it looks). */
+function spaced(parent, parts) {
+  parts.forEach((part, i) => {
+    if (i > 0) parent.append(document.createTextNode(' '))
+    parent.append(part)
+  })
+}
+
+/** A fence token, shortened to its last digits when long; the whole value on hover. */
+function tokenNode(token) {
+  const text = String(token)
+  const node = el('span', 'token', shortToken(text))
+  node.title = `token ${text}`
+  return node
+}
+
+const shortToken = (text) => (text.length > 8 ? `#…${text.slice(-6)}` : `#${text}`)
+
+/** A description (JSON: host, pid, client, cmd) as one short line: "web-1 pid 4242 baton run: ./deploy.sh". */
+function whoText(description) {
+  if (!description) return ''
+  let who
+  try {
+    who = JSON.parse(description)
+  } catch {
+    return description
+  }
+  if (!who || typeof who !== 'object') return description
+  return [
+    typeof who.host === 'string' ? who.host : '',
+    typeof who.pid === 'number' ? `pid ${who.pid}` : '',
+    typeof who.client === 'string' ? `${who.client}${typeof who.cmd === 'string' ? ':' : ''}` : '',
+    typeof who.cmd === 'string' ? who.cmd : '',
+  ].filter(Boolean).join(' ')
+}
+
+const clock = (epochMs) => new Date(epochMs).toLocaleTimeString([], { hour12: false })
+
+/** Time left as the command line shows it: "9.5s", "45s", "9m32s", "2.5h". */
+function formatLeft(leftMs) {
+  if (leftMs <= 0) return 'expired'
+  if (leftMs < 10_000) return `${(leftMs / 1000).toFixed(1)}s`
+  return formatAge(leftMs)
+}
+
+/** A duration as the command line shows it: "45s", "9m32s", "2h05m". */
+function formatAge(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000))
+  if (s < 60) return `${s}s`
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`
+}
+
+/** The live countdowns and ages of the visible page; frozen while disconnected. */
 function tick() {
+  if (state.online === false) return
   const now = Date.now() + state.clockOffset
-  for (const node of $('locks').querySelectorAll('.left[data-expires]')) {
+  const table = $('locks')
+  for (const node of table.querySelectorAll('.left[data-expires]')) {
     const left = Number(node.dataset.expires) - now
-    node.textContent = left <= 0 ? 'expired' : left < 10_000 ? `${(left / 1000).toFixed(1)}s` : `${Math.round(left / 1000)}s`
+    node.textContent = formatLeft(left)
     node.classList.toggle('low', left < 5_000)
+  }
+  for (const node of table.querySelectorAll('.held[data-since]')) {
+    node.textContent = `${node.dataset.prefix ?? 'held '}${formatAge(now - Number(node.dataset.since))}`
   }
 }
 
@@ -437,8 +566,11 @@ function renderEvents() {
     const item = el('li', event.type)
     const at = new Date(event.at ?? Date.now())
     item.append(el('span', 't', `${at.toLocaleTimeString([], { hour12: false })} `))
-    item.append(document.createTextNode(`${event.type} ${event.name} · ${event.owner} · ${event.mode} · #${event.token}`))
-    item.title = item.textContent
+    const token = String(event.token)
+    // Who forced it first: the line is cut at the panel's edge.
+    const by = event.type === 'forced' ? ` by ${event.by ?? 'someone'}` : ''
+    item.append(document.createTextNode(`${event.type} ${event.name}${by} · ${event.owner} · ${event.mode} · #${token.length > 8 ? `…${token.slice(-6)}` : token}`))
+    item.title = `${event.type} ${event.name}${by} · owner ${event.owner} · ${event.mode} · token ${token}`
     list.append(item)
   }
   $('events').replaceChildren(list)
@@ -463,7 +595,8 @@ function makeChart() {
       { label: 'acquire latency, ms (mean)', scale: 'ms', stroke: '#c2362b', width: 1.5, spanGaps: false },
     ],
     axes: [
-      {},
+      // Room for "12:34:56" between labels, so they never overlap.
+      { space: 90, values: (_, splits) => splits.map((s) => clock(s * 1000)) },
       { scale: 'grants', label: 'grants/s', size: 50 },
       { scale: 'ms', label: 'ms', side: 1, grid: { show: false }, size: 50 },
     ],
@@ -495,7 +628,7 @@ function everySecond() {
   let waiters = 0
   for (const lock of state.locks.values()) {
     holders += lock.holders.length
-    waiters += lock.waiters
+    waiters += lock.waiters.length
   }
   $('n-locks').textContent = state.locks.size.toLocaleString()
   $('n-holders').textContent = holders.toLocaleString()
@@ -520,6 +653,17 @@ function resyncLater(lastTookMs = 0) {
 // ---------------------------------------------------------------------------
 // Connection, auth, controls
 
+/** Live, or not: a disconnected page greys its rows, says since when they are stale, and stops counting down. */
+function setOnline(online) {
+  if (state.online === online) return
+  state.online = online
+  if (!online) state.offlineSince = Date.now()
+  document.body.toggleAttribute('data-offline', !online)
+  const banner = $('offline')
+  banner.hidden = online
+  if (!online) banner.textContent = `Disconnected from the server at ${clock(state.offlineSince)}: the locks below are as they were then, and their countdowns have stopped. Reconnecting…`
+}
+
 function setConnection(stateName, text) {
   const pill = $('conn')
   pill.dataset.state = stateName
@@ -540,9 +684,14 @@ async function start() {
   state.queue = []
   try {
     // Not awaited: the first list page need not wait for it (a missing token shows there too).
+    const tokenUsed = state.token
     void api('/v1/info').then((info) => {
-      if (generation === state.generation) $('store').textContent = `store: ${info.store}`
+      if (generation !== state.generation) return
+      $('store').textContent = `store: ${info.store}`
+      // Answered without a token: the server has none, so a forced release needs none either.
+      state.open = tokenUsed === undefined
     }, () => undefined)
+    void loadHistory()
     // Events first, so nothing granted while the list loads is missed.
     void stream(generation)
     await sync(true)
@@ -550,6 +699,7 @@ async function start() {
     if (generation !== state.generation) return
     if (error.status === 401 || error.status === 403) return needToken(error.status)
     setConnection('error', `cannot list locks: ${error.message}`)
+    setOnline(false)
     setTimeout(() => generation === state.generation && start(), 3_000)
     return
   }
@@ -573,11 +723,23 @@ function setupControls() {
     input.value = ''
     void start()
   })
-  $('prefix').addEventListener('input', (event) => {
-    state.prefix = event.target.value
+  const refilter = () => {
+    state.filtered = null
     state.page = 0
     state.tableDirty = true
     schedule()
+  }
+  $('prefix').addEventListener('input', (event) => {
+    state.filter = event.target.value
+    refilter()
+  })
+  $('contended').addEventListener('change', (event) => {
+    state.contendedOnly = event.target.checked
+    refilter()
+  })
+  $('sort').addEventListener('change', (event) => {
+    state.sort = event.target.value
+    refilter()
   })
   $('prev').addEventListener('click', () => {
     state.page = Math.max(0, state.page - 1)
@@ -596,6 +758,8 @@ function setupControls() {
     dialog.dataset.name = button.dataset.name
     $('force-name').textContent = button.dataset.name
     $('force-token').value = ''
+    $('force-auth').hidden = state.open
+    $('force-open').hidden = !state.open
     dialog.showModal()
   })
   dialog.addEventListener('close', async () => {
@@ -622,10 +786,45 @@ setInterval(() => wantDetail(state.visible), DETAIL_MS)
 resyncLater()
 void start()
 
+/** The server's own grants per second of the last minutes, so the chart starts with them. */
+async function loadHistory() {
+  try {
+    const { seconds } = await api('/v1/history')
+    for (const { at, grants, waitedMs } of seconds) {
+      const second = Math.floor(at / 1000)
+      const bucket = state.buckets.get(second)
+      // Seconds this page counted itself keep the larger count (it saw them live).
+      if (!bucket || bucket.grants < grants) state.buckets.set(second, { grants, waited: waitedMs })
+    }
+    everySecond()
+  } catch { /* an older server: the chart starts now */ }
+}
+
 /** For tests and the benchmark: how far the page is. */
 window.batonDashboard = {
+  shortToken,
+  /** Grants on the chart now (history included). */
+  get chartGrants() { return chartData()[1].reduce((a, b) => a + b, 0) },
+  /** The x-axis labels' left and right edges in CSS pixels, to check they do not overlap. */
+  xLabels() {
+    const axis = chart.axes[0]
+    const ctx = document.createElement('canvas').getContext('2d')
+    ctx.font = chart.axes[0].font?.[0] ?? '12px system-ui'
+    const splits = axis._splits ?? []
+    const values = axis._values ?? []
+    return splits.map((s, i) => {
+      const x = chart.valToPos(s, 'x')
+      const width = ctx.measureText(String(values[i] ?? '')).width
+      return { left: x - width / 2, right: x + width / 2, text: values[i] }
+    })
+  },
   get firstRenderMs() { return state.firstRenderAt },
   get backlog() { return state.queue.length },
   get applied() { return state.applied },
   get locks() { return state.locks.size },
+}
+
+/** A hold's or waiter's mode, with its weight when it takes several permits (weighted permits). */
+function modeText(entry) {
+  return typeof entry.weight === 'number' && entry.weight > 1 ? `${entry.mode} ×${entry.weight}` : entry.mode
 }

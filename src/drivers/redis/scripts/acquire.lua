@@ -3,141 +3,197 @@
   Idempotent: an owner that already holds the name gets its hold back (renewed
   to ttl, same token); an owner already in line keeps its place.
 
-  KEYS[1] shared   KEYS[2] token   KEYS[3] line   KEYS[4] lineinfo   KEYS[5] exclusive
+  KEYS[1] the name's base key "<prefix>:{<name>}:" (see token.lua)
   ARGV[1] owner
   ARGV[2] spec ("x", "r", "wf", "p5", ... see basics.lua)
   ARGV[3] ttl ms
   ARGV[4] lock delay ms
-  ARGV[5] "1" to join (or stay in) the line when busy, else "0"
-  ARGV[6] line entry ttl ms: dropped unless refreshed within it
-  ARGV[7] lock name (for messages)
-  ARGV[8] wake-up channel prefix
-  ARGV[9] fence ttl ms: the counter outlives the last lease by this much
-  ARGV[10] token clock unit µs (optional, default 1): the clock floor of the
-           fencing counter is the store clock rounded down to this many µs.
-           Redlock nodes pass 1000, so that independent nodes, which each draw
-           a token, agree in the common case (src/drivers/redlock/)
+  ARGV[5] token clock unit µs: the clock floor of the fencing counter is the
+          store clock rounded down to this many µs. Redlock nodes pass 1000,
+          so that independent nodes, which each draw a token, agree in the
+          common case (src/drivers/redlock/)
+  ARGV[6] what only the slow path reads, in one argument:
+          "<join 1|0>|<line entry ttl ms>|<fence ttl ms>|<wake-up channel prefix>"
+          join: 1 to join (or stay in) the line when busy; a line entry is
+          dropped unless refreshed within its ttl; the fence ttl is how long
+          the counter outlives the name's last hold
+  ARGV[7] description of the owner (optional, at most 256 bytes), kept with
+          the hold or line entry for inspect; a leader election's candidate
+          adds "\0<value>" (see basics.lua), and its grant is published to
+          the name's observers
 
   Returns
     {1, token, ttlMs}                            granted
     {0, retryAfterMs, holderMember, holderEnd}   busy (holder fields may be false)
     {-1, detail}                                 conflict: can never succeed as asked
 ]]
---- @include "token"
+--- @include "keys"
 
--- The exclusive fast path (see token.lua): nobody waits and the name is free.
+-- The exclusive fast path: the hold key says the name is free and nothing
+-- else (no line, no shared holds) exists. One read, TIME, one write.
+-- Strings are spliced as they came (Lua's string.format is the costly
+-- part of so short a script).
 local mode = string.sub(ARGV[2], 1, 1)
-if (mode == 'x' or mode == 'w') and redis.call('EXISTS', KEYS[5], KEYS[1], KEYS[3]) == 0 then
-  local ttl, delay = tonumber(ARGV[3]), tonumber(ARGV[4])
-  local us = clock()
-  local unit = tonumber(ARGV[10])
-  if unit then us = us - us % unit end
-  local token = nextToken(KEYS[2], us, tonumber(ARGV[9]))
-  redis.call('SET', KEYS[5], memberOf(ARGV[1], ARGV[2], token, delay), 'PX', ttl + delay)
-  return {1, token, ttl}
+local exclusive = mode == 'x' or mode == 'w'
+local seen
+if exclusive then
+  seen = redis.call('GET', X)
+  local counter = seen and string.match(seen, '^(%d+)|%-$')
+  if counter then
+    local t = redis.call('TIME')
+    local us = t[1] .. string.sub('00000' .. t[2], -6)
+    local token = us
+    if ARGV[5] ~= '1' or tonumber(counter) >= tonumber(us) then
+      -- As token.lua's nextToken: above the counter, floored to the unit.
+      local floor = tonumber(us) - tonumber(us) % tonumber(ARGV[5])
+      token = string.format('%d', math.max(tonumber(counter) + 1, floor))
+    end
+    redis.call('SET', X, ARGV[1] .. '|' .. ARGV[2] .. '|' .. token .. '|' .. ARGV[4] .. '|-|' .. string.sub(us, 1, -4) .. '|' .. (ARGV[7] or ''),
+      'PX', ARGV[3] + ARGV[4])
+    -- A leader elected (its note carries a value): tell the name's observers (basics.lua).
+    if ARGV[7] and string.find(ARGV[7], '\0', 1, true) then
+      local channelPrefix = string.match(ARGV[6], '^[01]|%d+|%d+|(.*)$')
+      local command = string.find(channelPrefix, '{', 1, true) and 'SPUBLISH' or 'PUBLISH'
+      redis.call(command, channelPrefix .. '=' .. base, '')
+    end
+    return {1, token, ARGV[3]}
+  end
 end
 
+--- @include "token"
 --- @include "basics"
+if exclusive then seedHoldKey(seen) end
 
-local owner, spec = ARGV[1], ARGV[2]
-local ttl, delay, fenceTtl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[9])
-local unit = tonumber(ARGV[10]) or 1
-
--- The store clock: microseconds floored to `unit` (the token floor only), and ms.
-local function tokenClock()
-  local us, now = clock()
-  return us - us % unit, now
-end
+local owner, spec, description = ARGV[1], ARGV[2], ARGV[7]
+local ttl, delay, unit = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local join, lineTtl, fenceTtl, channelPrefix = string.match(ARGV[6], '^([01])|(%d+)|(%d+)|(.*)$')
+lineTtl, fenceTtl = tonumber(lineTtl), tonumber(fenceTtl)
 
 -- The shared fast path: nobody waits, and the name is free or shared by
 -- live holds of the very same kind and permit count (read, permit).
-if not isExclusive(mode) and redis.call('EXISTS', KEYS[5], KEYS[3]) == 0 then
-  local us, now = tokenClock()
-  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  local base = string.gsub(spec, 'f$', '')
-  local fast = not first[1]
-  if not fast and tonumber(first[2]) > now and string.gsub(select(2, parseMember(first[1])), 'f$', '') == base then
-    local mine, ends = sharedHoldOf(KEYS[1], owner)
-    if mine then
-      local _, _, token, myDelay = parseMember(mine)
-      if ends - myDelay > now then
-        renewShared(KEYS[1], mine, now, ttl, myDelay)
-        return {1, tonumber(token), ttl}
+if not exclusive then
+  local value = holdKeyValue()
+  local counter = value and freeCounter(value)
+  if (not value or counter) and redis.call('EXISTS', K.q, K.t) == 0 then
+    local us, now = clock()
+    local first = redis.call('ZRANGE', K.h, 0, 0, 'WITHSCORES')
+    local kind = string.gsub(string.gsub(spec, 'f$', ''), '%*%d+$', '')
+    local fast = not first[1]
+    if not fast and tonumber(first[2]) > now and string.gsub(string.gsub(select(2, parseMember(first[1])), 'f$', ''), '%*%d+$', '') == kind then
+      local mine, ends = sharedHoldOf(K.h, owner)
+      if mine then
+        local _, _, token, myDelay = parseMember(mine)
+        if ends - myDelay > now then
+          renewShared(K.h, mine, now, ttl, myDelay)
+          return {1, tonumber(token), ttl}
+        end
+      else
+        fast = mode == 'r' or weightHeld(tonumber(string.sub(kind, 2))) + weightOf(spec) <= tonumber(string.sub(kind, 2))
       end
-    else
-      fast = mode == 'r' or redis.call('ZCARD', KEYS[1]) < tonumber(string.sub(base, 2))
     end
-  end
-  if fast then
-    local token = nextToken(KEYS[2], us, fenceTtl)
-    renewShared(KEYS[1], memberOf(owner, spec, token, delay), now, ttl, delay)
-    return {1, token, ttl}
+    if fast then
+      local token = nextToken(tonumber(counter), us, unit)
+      renewShared(K.h, memberOf(owner, spec, token, delay), now, ttl, delay)
+      redis.call('HSET', K.d, owner, int(now) .. '|' .. (description or ''))
+      if redis.call('PTTL', K.d) < ttl + delay then redis.call('PEXPIRE', K.d, ttl + delay) end
+      writeHoldKey(int(token) .. '|s', 'PX', math.max(fenceTtl, ttl + delay, redis.call('PTTL', X)))
+      return {1, token, ttl}
+    end
   end
 end
 
 --- @include "lib"
 
-local lineKey, infoKey = KEYS[3], KEYS[4]
-local name, channelPrefix = ARGV[7], ARGV[8]
-local us, now = tokenClock()
-prune(KEYS[1], now)
+local name = string.match(base, '{(.*)}:$')
+local us, now = clock()
+-- Shared holds never sit beside an exclusive one: nothing to prune then.
+if not readHoldKey() then prune(K.h, now) end
 
-local sample = sampleHolder(KEYS, now)
+local sample, sampleEnd = sampleHolder(now)
 local otherSpec = sample and select(2, parseMember(sample))
 if not otherSpec then
-  local head = redis.call('ZRANGE', lineKey, 0, 0)[1]
-  otherSpec = head and parseLineInfo(redis.call('HGET', infoKey, head))
+  local head = redis.call('ZRANGE', K.q, 0, 0)[1]
+  otherSpec = head and parseLineInfo(redis.call('HGET', K.qi, head))
 end
 if otherSpec then
   local why = conflict(name, spec, otherSpec)
   if why then return {-1, why} end
 end
 
+-- The line as this owner sees it, in one read: its own entry (it waits
+-- already), the last arrival number and when the line's keys expire (qi
+-- exists while q does: forgetEntry).
+local line = redis.call('HMGET', K.qi, owner, '~seq', '~exp')
+local queued = line[1]
+
 -- Serve the line only when this owner is its (live) head: an attempt of
 -- anyone else never grants the name to a head that may be dead (a forced
 -- release, or a holder's lease running out, would otherwise hand the name to
 -- a killed waiter for its whole ttl); a dead head's entry goes stale within
 -- its line ttl and the next attempt drops it.
-local lineExists = redis.call('EXISTS', lineKey) == 1
-if lineExists and liveHead(lineKey, infoKey, now) == owner then promote(KEYS, channelPrefix, us, now, fenceTtl) end
+local promoted = queued and liveHead(now) == owner
+if promoted then promote(channelPrefix, us, unit, now, fenceTtl) end
 
 -- Already holding (an earlier run of this very attempt, or a hand-over whose
 -- wake-up was lost or is late): the same hold, renewed, never a second one.
-local held = holdOf(KEYS, owner, now)
+local held = holdOf(owner, now)
 if held then
-  renewHold(KEYS, held, now, ttl)
+  renewHold(held, now, ttl)
+  settle()
   local _, _, token = parseMember(held)
   return {1, tonumber(token), ttl}
 end
 
-local queued = lineExists and redis.call('ZSCORE', lineKey, owner)
-local lineEmpty = not lineExists or redis.call('EXISTS', lineKey) == 0
-if not queued and (lineEmpty or not isFair(spec)) and fits(KEYS, mode, permitsOf(spec), writerWaiting(infoKey)) then
-  local token = grant(KEYS, owner, spec, ttl, delay, us, now, fenceTtl)
+-- A fair attempt never passes a live waiter (stale heads are dropped on the
+-- way); the line is looked at only when the name is free for this attempt.
+-- A permit never passes a live head that does not fit (weighted permits).
+if not queued and fits(mode, permitsOf(spec), mode == 'r' and writerWaiting(), weightOf(spec))
+  and (not isFair(spec) or not liveHead(now)) and (mode ~= 'p' or headFits(now, weightOf(spec))) then
+  local token = grant(owner, spec, ttl, delay, us, unit, now, fenceTtl, description)
+  settle()
+  if carriesValue(description) then electionNotice(channelPrefix) end
   return {1, token, ttl}
 end
 
-local lineTtl = tonumber(ARGV[6])
-if ARGV[5] == '1' then
-  if not queued then
-    local arrival = redis.call('HINCRBY', infoKey, '~seq', 1)
-    redis.call('ZADD', lineKey, arrival, owner)
-    if isExclusive(mode) then redis.call('HINCRBY', infoKey, '~w', 1) end
-    queued = true
+-- Not in line, or joined now with nobody before it: the head. One that
+-- was in line already asks where it stands.
+local waited = queued
+local isHead = not waited
+if join == '1' then
+  local since, seq, staleAt = int(now), tonumber(line[2]) or 0, now + lineTtl
+  local counters, expire = {}, false
+  if queued then since = select(5, parseLineInfo(queued)) or since end
+  -- Writers in line are counted (forgetEntry); its own stale entry may have
+  -- been dropped above.
+  if mode == 'w' and redis.call('HEXISTS', K.qi, owner) == 0 then redis.call('HINCRBY', K.qi, '~w', 1) end
+  -- NX: an entry whose details were lost keeps its place too.
+  if redis.call('ZADD', K.q, 'NX', seq + 1, owner) == 1 then
+    counters = {'~seq', seq + 1}
+    if not waited then isHead = lineDropped or not line[2] end
   end
-  redis.call('HSET', infoKey, owner, spec .. '|' .. int(ttl) .. '|' .. int(delay) .. '|' .. int(now + lineTtl))
-  for _, key in ipairs({lineKey, infoKey}) do
-    if redis.call('PTTL', key) < lineTtl then redis.call('PEXPIRE', key, lineTtl) end
+  -- The line's keys outlive every entry: their expiry is raised, with
+  -- slack, only when this entry would outlive it (not on every attempt).
+  local expires = not lineDropped and tonumber(line[3])
+  if not expires or expires < staleAt then
+    expires, expire = staleAt + lineTtl, true
+    table.insert(counters, '~exp')
+    table.insert(counters, int(expires))
   end
+  redis.call('HSET', K.qi, owner, spec .. '|' .. int(ttl) .. '|' .. int(delay) .. '|' .. int(staleAt) .. '|' .. since .. '|' .. (description or ''), unpack(counters))
+  if expire then
+    for _, key in ipairs({K.q, K.qi}) do redis.call('PEXPIRE', key, expires - now) end
+  end
+  queued = true
 end
+settle(queued)
+if waited then isHead = redis.call('ZRANK', K.q, owner) == 0 end
 
 -- When to try again without a wake-up. Only the head of the line is timed
 -- to the holder's lease end (a dead holder's name is then claimed by one
 -- attempt, not by every waiter at once); the others are served by wake-ups
 -- and otherwise come back when their line entry needs refreshing.
-local sampleEnd
-sample, sampleEnd = sampleHolder(KEYS, now)
-local isHead = not queued or redis.call('ZRANK', lineKey, owner) == 0
+-- The holder sampled above, unless this attempt's promote changed it.
+if promoted then sample, sampleEnd = sampleHolder(now) end
 if not sample then
   return {0, isHead and 1 or lineTtl, false, false}
 end

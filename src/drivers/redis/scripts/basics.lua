@@ -1,23 +1,40 @@
 --[[
-  The few helpers the fast paths need, kept apart from lib.lua so that a
-  script returning early never builds lib's closures (each EVALSHA runs the
-  whole chunk from the top).
+  The helpers every slow path needs, kept apart from lib.lua so that a
+  script returning early never builds lib's closures.
 
-  Keys of one name (all share the {name} hash tag, see keys.ts), in the order
-  every script that takes them all declares them:
-    KEYS[1] shared    ZSET   shared holds (read, permit): member, scored by
-                             lease end + lock delay (store ms)
-    KEYS[2] token     STRING the fencing counter; expires fenceTtl after the
-                             name's last grant (see nextToken)
-    KEYS[3] line      ZSET   owner -> arrival number (order of service)
-    KEYS[4] lineinfo  HASH   owner -> "<spec>|<ttlMs>|<lockDelayMs>|<staleAt>";
-                             "~seq" last arrival number, "~w" writers in line
-    KEYS[5] exclusive STRING the exclusive hold (mutex, write): member, with
-                             PX = lease + lock delay
+  Keys of one name, all "<prefix>:{<name>}:" + a suffix (K below):
+    x   STRING the hold key: the exclusive hold (mutex, write) AND the
+               name's fencing counter, so that a free mutex is taken by
+               reading and writing this one key.
+               held: "<member>|<flag>|<since>|<description>", PX = lease +
+                     lock delay (the key expiring is the hold ending);
+                     a leader's hold (baton.election) carries its value
+                     after the description: "<description>\0<value>"
+                     (a description is JSON text, never a raw \0)
+               free: "<counter>|<flag>", PX = fenceTtl from the last
+                     release (bounded state)
+               <flag> "-" promises that none of h, q and t exist; "s" (slow)
+               says they may. Every script that creates h, q or t sets "s"
+               (settle), so a fast path that reads "-" may skip them; a
+               missing x promises nothing (the slow path looks).
+    h   ZSET   shared holds (read, permit): member, scored by lease end +
+               lock delay (store ms)
+    d   HASH   owner -> "<since>|<description>" of shared holds; lives as
+               long as h
+    t   STRING a counter floor beside x (Redlock raising a held name's
+               counter, or a counter an earlier layout kept): folded into x
+               by the next slow-path grant
+    q   ZSET   line: owner -> arrival number (order of service)
+    qi  HASH   owner -> "<spec>|<ttlMs>|<lockDelayMs>|<staleAt>|<since>|<description>";
+               "~seq" last arrival number, "~w" writers (w) in line, "~exp"
+               when q and qi expire (store ms): raised, with slack, only
+               when a joining entry would outlive it. qi exists while q does
+               (both are deleted when the line empties)
   A member is "<owner>|<spec>|<token>|<lockDelayMs>". It is expired once less
   than its lock delay is left, and gone (pruned, or expired by Redis) after.
   <spec> is a mode letter (x exclusive, r read, w write, p permit), the
-  permit count for a semaphore, and "f" when fair: "x", "wf", "p5".
+  permit count for a semaphore, "*<weight>" for a permit of weight > 1
+  (weighted permits), and "f" when fair: "x", "wf", "p5", "p8*3f".
   Exclusive and shared holds never coexist: a name has one kind at a time.
 
   Every script is idempotent for an owner: running an attempt twice (a reply
@@ -25,8 +42,10 @@
   answers as the first run did; it never makes a second one.
 ]]
 
+local K = { x = X, h = base .. 'h', d = base .. 'd', t = base .. 't', q = base .. 'q', qi = base .. 'qi' }
+
 local function parseMember(member)
-  local owner, spec, token, delay = string.match(member, '^([^|]*)|(%a%d*f?)|(%d+)|(%d+)$')
+  local owner, spec, token, delay = string.match(member, '^([^|]*)|(%a%d*[%*%d]*f?)|(%d+)|(%d+)$')
   if not owner then foreign('hold "' .. string.sub(member, 1, 40) .. '"') end
   return owner, spec, token, tonumber(delay)
 end
@@ -51,12 +70,33 @@ local function sharedHoldOf(sharedKey, owner)
   return nil, nil
 end
 
+-- Weighted permits: how many permits a hold or line entry of `spec` takes.
+local function weightOf(spec)
+  return tonumber(string.match(spec, '%*(%d+)')) or 1
+end
+
+-- Weighted permits: the weights of the shared holds (lock-delay phantoms
+-- included) added up; at least their number, so a full name is seen
+-- without reading them. Reads at most `permits` members.
+local function weightHeld(permits)
+  local count = redis.call('ZCARD', K.h)
+  if count == 0 or count >= permits then return count end
+  local used = 0
+  for _, member in ipairs(redis.call('ZRANGE', K.h, 0, -1)) do
+    used = used + weightOf(select(2, parseMember(member)))
+  end
+  return used
+end
+
 -- Renews the owner's shared hold to `ttl` from now; the key lives as long
--- as its longest member.
+-- as its longest member, and so do the holds' details (d).
 local function renewShared(sharedKey, member, now, ttl, delay)
   local ends = now + ttl + delay
   redis.call('ZADD', sharedKey, ends, member)
-  if redis.call('PTTL', sharedKey) < ends - now then redis.call('PEXPIRE', sharedKey, ends - now) end
+  if redis.call('PTTL', sharedKey) < ends - now then
+    redis.call('PEXPIRE', sharedKey, ends - now)
+    redis.call('PEXPIRE', K.d, ends - now)
+  end
 end
 
 -- Drops shared members whose lease and lock delay have both passed.
@@ -70,4 +110,122 @@ end
 local function wake(channelPrefix, owner, message)
   local command = string.find(channelPrefix, '{', 1, true) and 'SPUBLISH' or 'PUBLISH'
   redis.call(command, channelPrefix .. string.match(owner, '^([^.]*)'), message)
+end
+
+-- Leader election: tells the observers of this name (Driver.observe) that
+-- its leader or the leader's value may have changed. Their channel is the
+-- wake-up channel prefix, "=", and the base key (in the name's slot when
+-- sharded); only holds that carry a value ("\0" in their note) send it, so
+-- plain locks publish nothing more.
+local function electionNotice(channelPrefix)
+  local command = string.find(channelPrefix, '{', 1, true) and 'SPUBLISH' or 'PUBLISH'
+  redis.call(command, channelPrefix .. '=' .. base, '')
+end
+
+local function carriesValue(note)
+  return note ~= nil and string.find(note, '\0', 1, true) ~= nil
+end
+
+-- The hold key's value while held: member, flag, since, description; or nil.
+-- A bare member is a hold of the previous layout (a client not yet
+-- upgraded): a hold all the same, with flag "old" (never rewritten here).
+local function parseHeld(value)
+  local member, flag, since, description = string.match(value, '^([^|]*|%a%d*f?|%d+|%d+)|([-s])|(%d*)|(.*)$')
+  if member then return member, flag, since, description end
+  if string.match(value, '^[^|]*|%a%d*f?|%d+|%d+$') then return value, 'old', '', '' end
+  return nil
+end
+
+-- The hold key's value, read once per script (nil when missing) and kept
+-- in step by writeHoldKey: a slow path looks at it many times.
+-- `freeTtl`: the hold was freed (freeHoldKey) and that write is still to
+-- be made, by settle(), unless a grant of the same script replaces it.
+local holdValue, holdRead, freeTtl = nil, false, nil
+
+local function holdKeyValue()
+  if not holdRead then
+    holdValue = redis.call('GET', X) or nil
+    holdRead = true
+  end
+  return holdValue
+end
+
+-- A fast path that already read the hold key hands its value on.
+local function seedHoldKey(value)
+  holdValue, holdRead = value or nil, true
+end
+
+local function writeHoldKey(value, ...)
+  redis.call('SET', X, value, ...)
+  holdValue, holdRead, freeTtl = value, true, nil
+end
+
+-- The counter floor t as a fast path read it beside x (MGET), if it did.
+local floorValue, floorRead = nil, false
+
+local function seedFloor(value)
+  floorValue, floorRead = value or nil, true
+end
+
+-- The hold key now: the exclusive hold's member (or nil), the counter, and
+-- the whole value (nil when the key is missing). FOREIGN for a value baton
+-- never writes.
+local function readHoldKey()
+  local value = holdKeyValue()
+  if not value then return nil, nil, nil end
+  local member = parseHeld(value)
+  if member then
+    local _, _, token = parseMember(member)
+    return member, tonumber(token), value
+  end
+  local counter = freeCounter(value)
+  if not counter then foreign('hold key "' .. string.sub(value, 1, 40) .. '"') end
+  return nil, tonumber(counter), value
+end
+
+-- The next token for a grant now: above the hold key's counter and the
+-- floor in t (folded in and dropped: the grant writes its token to x).
+local function drawToken(us, unit)
+  local _, last = readHoldKey()
+  local floor = floorValue
+  if not floorRead then floor = redis.call('GET', K.t) end
+  floorValue, floorRead = nil, true
+  if floor then
+    local n = tonumber(floor)
+    if not n then foreign('fencing counter') end
+    if not last or n > last then last = n end
+    redis.call('DEL', K.t)
+  end
+  return nextToken(last, us, unit)
+end
+
+-- The hold key free again, keeping `counter` for `fenceTtl` ms. Written by
+-- settle(), which every script that frees calls last, with its flag: a
+-- hand-over's grant replaces it first, so the release writes x once.
+-- Nothing may read x from Redis in between (scripts read it through
+-- readHoldKey, and the PTTLs of x are read before a hold is freed).
+local function freeHoldKey(counter, fenceTtl)
+  holdValue, holdRead, freeTtl = int(counter) .. '|s', true, fenceTtl
+end
+
+-- Sets the hold key's flag to what h, q and t say now (see above). Every
+-- script that may have created or removed one of them calls it last.
+-- `busy`: the caller knows one of them may exist (it just joined the line,
+-- or handed the name to the line's head): "s" without a look.
+local function settle(busy)
+  local value = holdKeyValue()
+  if not value then return end
+  local want = (busy or redis.call('EXISTS', K.h, K.q, K.t) > 0) and 's' or '-'
+  local member, flag, since, description = parseHeld(value)
+  if member then
+    if flag ~= want and flag ~= 'old' then writeHoldKey(heldValue(member, want, since, description), 'KEEPTTL') end
+    return
+  end
+  local counter
+  counter, flag = freeCounter(value)
+  if counter and freeTtl then
+    writeHoldKey(counter .. '|' .. want, 'PX', freeTtl)
+  elseif counter and flag ~= want then
+    writeHoldKey(counter .. '|' .. want, 'KEEPTTL')
+  end
 end

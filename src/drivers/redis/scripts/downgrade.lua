@@ -3,7 +3,7 @@
   token and lease end, then admits the readers queued behind it. Idempotent:
   a second run finds the read hold and answers 1 again.
 
-  KEYS[1] shared   KEYS[2] token   KEYS[3] line   KEYS[4] lineinfo   KEYS[5] exclusive
+  KEYS[1] the name's base key "<prefix>:{<name>}:" (see token.lua)
   ARGV[1] the write hold's member ("<owner>|w…|<token>|<lockDelayMs>")
   ARGV[2] the read hold's member (same owner, token and delay, mode r)
   ARGV[3] wake-up channel prefix
@@ -11,20 +11,26 @@
 
   Returns 1, or 0 when the hold is gone.
 ]]
+--- @include "keys"
 --- @include "token"
 --- @include "basics"
 --- @include "lib"
 
-local _, _, _, delay = parseMember(ARGV[1])
+local owner, _, token, delay = parseMember(ARGV[1])
 local us, now = clock()
-if redis.call('GET', KEYS[5]) ~= ARGV[1] then
-  local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
+local held, _, value = readHoldKey()
+if held ~= ARGV[1] then
+  local score = redis.call('ZSCORE', K.h, ARGV[2])
   return (score and tonumber(score) - delay > now) and 1 or 0
 end
-local left = redis.call('PTTL', KEYS[5])
+local left = redis.call('PTTL', X)
 if left <= delay then return 0 end
-redis.call('DEL', KEYS[5])
-redis.call('ZADD', KEYS[1], now + left, ARGV[2])
-if redis.call('PTTL', KEYS[1]) < left then redis.call('PEXPIRE', KEYS[1], left) end
-promote(KEYS, ARGV[3], us, now, tonumber(ARGV[4]))
+local _, _, since, description = parseHeld(value)
+freeHoldKey(tonumber(token), math.max(tonumber(ARGV[4]), left))
+redis.call('ZADD', K.h, now + left, ARGV[2])
+if redis.call('PTTL', K.h) < left then redis.call('PEXPIRE', K.h, left) end
+redis.call('HSET', K.d, owner, since .. '|' .. description)
+if redis.call('PTTL', K.d) < left then redis.call('PEXPIRE', K.d, left) end
+promote(ARGV[3], us, 1, now, tonumber(ARGV[4]))
+settle()
 return 1

@@ -2,33 +2,40 @@
   inspect: a consistent snapshot of one name, read-only. Keys holding what
   baton did not write make it fail with a FOREIGN error.
 
-  KEYS[1] shared   KEYS[2] token   KEYS[3] line   KEYS[4] lineinfo   KEYS[5] exclusive
+  KEYS[1] the name's base key "<prefix>:{<name>}:" (see token.lua)
   ARGV: none
 
-  Returns {now, lastToken, {member, blockedUntil, ...}, {owner, info, ...}}
-  (holds in their lock delay included; the caller compares times).
+  Returns {now, lastToken, {member, blockedUntil, since, description, ...}, {owner, info, ...}}
+  (holds in their lock delay included; the caller compares times; since
+  and description are "" where unknown).
 ]]
+--- @include "keys"
 --- @include "token"
 --- @include "basics"
 --- @include "lib"
 
-checkTypes(KEYS)
+checkTypes()
 local _, now = clock()
-local holders = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. int(now), '+inf', 'WITHSCORES')
-for i = 1, #holders, 2 do parseMember(holders[i]) end
-local exclusive = redis.call('GET', KEYS[5])
-if exclusive then
-  parseMember(exclusive)
-  table.insert(holders, exclusive)
-  table.insert(holders, int(now + redis.call('PTTL', KEYS[5])))
+local holders = {}
+local shared = redis.call('ZRANGEBYSCORE', K.h, '(' .. int(now), '+inf', 'WITHSCORES')
+for i = 1, #shared, 2 do
+  local owner = parseMember(shared[i])
+  local since, description = string.match(redis.call('HGET', K.d, owner) or '|', '^(%d*)|(.*)$')
+  for _, field in ipairs({shared[i], shared[i + 1], since or '', description or ''}) do table.insert(holders, field) end
+end
+local member, counter, value = readHoldKey()
+if member then
+  local _, _, since, description = parseHeld(value)
+  for _, field in ipairs({member, int(now + redis.call('PTTL', X)), since, description}) do table.insert(holders, field) end
 end
 local line = {}
-for _, owner in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-  local info = redis.call('HGET', KEYS[4], owner) or ''
+for _, owner in ipairs(redis.call('ZRANGE', K.q, 0, -1)) do
+  local info = redis.call('HGET', K.qi, owner) or ''
   if not parseLineInfo(info) then foreign('line entry') end
   table.insert(line, owner)
   table.insert(line, info)
 end
-local lastToken = redis.call('GET', KEYS[2]) or '0'
-if not tonumber(lastToken) then foreign('fencing counter') end
-return {now, lastToken, holders, line}
+local floor = redis.call('GET', K.t)
+if floor and not tonumber(floor) then foreign('fencing counter') end
+local lastToken = math.max(counter or 0, tonumber(floor) or 0)
+return {now, int(lastToken), holders, line}

@@ -2,18 +2,28 @@
   raise-token: lifts a name's fencing counter to at least a token granted
   elsewhere (Redlock: a grant's token is the highest counter of its majority,
   and each granting node is raised to it, so that any later majority, which
-  shares a node with this one, draws a larger token). Keeps the counter's own
-  expiry; a counter that is gone is left to the clock floor of nextToken.
+  shares a node with this one, draws a larger token). A free hold key takes
+  the token as its counter (its expiry kept); a held one keeps its member,
+  and the token goes to the floor key t beside it, which the next grant
+  folds in. A counter that is gone is left to the clock floor of nextToken.
 
-  KEYS[1] token
+  KEYS[1] the name's base key "<prefix>:{<name>}:" (see token.lua)
   ARGV[1] token (decimal)
+  ARGV[2] fence ttl ms: how long a floor beside a held key is kept
 
   Returns 1 if raised, else 0.
 ]]
+--- @include "keys"
+--- @include "token"
+--- @include "basics"
 
-local current = redis.call('GET', KEYS[1])
-if current and tonumber(current) < tonumber(ARGV[1]) then
-  redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
-  return 1
+local raised = tonumber(ARGV[1])
+local member, counter, value = readHoldKey()
+if not value or counter >= raised then return 0 end
+if member then
+  redis.call('SET', K.t, ARGV[1], 'PX', math.max(tonumber(ARGV[2]), redis.call('PTTL', X)))
+  settle()
+else
+  redis.call('SET', X, ARGV[1] .. '|' .. select(2, freeCounter(value)), 'KEEPTTL')
 end
-return 0
+return 1

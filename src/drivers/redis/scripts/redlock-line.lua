@@ -11,9 +11,10 @@
   writer waits ahead of it ("ahead" below), so a stream of readers can not
   starve a writer.
 
-  KEYS[1] exclusive  KEYS[2] shared  (the node's holds, see basics.lua)
-  KEYS[3] line       ZSET  owner -> arrival number
-  KEYS[4] lineinfo   HASH  owner -> staleAt (store ms); "<owner>|m" -> its
+  KEYS[1] the name's base key "<prefix>:{<name>}:"; the node's holds are
+          its x and h keys (see basics.lua), and the line is kept in
+    rq     ZSET  owner -> arrival number
+    rqi    HASH  owner -> staleAt (store ms); "<owner>|m" -> its
                      mode (r or w; absent: x, a mutex); "~seq" last arrival
                      number. Owners never contain '|'. The mode has a field
                      of its own so that clients of the previous version,
@@ -26,6 +27,9 @@
           match, the hold of the member's owner is ended whatever its token
   ARGV[4] wake-up channel prefix (release, wake, wakeAll, leave)
   ARGV[5] the owner's mode letter (join, peek): x, r or w
+  ARGV[6] fence ttl ms (release): how long the hold key keeps the counter
+  ARGV[7] join: the owner's description (who asks, for inspect), or ""; it is
+          kept in rqi as "<owner>|d", with "<owner>|s" the store ms it joined
 
   Returns
     join, peek  {ahead, free, length}
@@ -45,10 +49,22 @@
                 release: live waiters line up again, dead ones are gone)
     list        {owner, mode, ...} in line order, live entries only
 ]]
---- @include "token"
+--- @include "keys"
 
 local op, owner = ARGV[1], ARGV[2]
-local lineKey, infoKey = KEYS[3], KEYS[4]
+-- The exclusive release with nobody in line, the common case: as release.lua.
+if op == 'release' then
+  local value = redis.call('GET', X)
+  if value and string.sub(value, 1, #owner + 2) == owner .. '|-' and redis.call('EXISTS', base .. 'rq') == 0 then
+    redis.call('SET', X, string.match(owner, '|(%d+)|%d+$') .. '|-', 'PX', ARGV[6])
+    return 1
+  end
+end
+
+--- @include "token"
+--- @include "basics"
+
+local lineKey, infoKey = base .. 'rq', base .. 'rqi'
 -- Store ms; read only where the line is looked at (a release with nobody in
 -- line, the common case, needs no TIME).
 local now = 0
@@ -61,7 +77,7 @@ end
 
 local function forget(waiter)
   redis.call('ZREM', lineKey, waiter)
-  redis.call('HDEL', infoKey, waiter, waiter .. '|m')
+  redis.call('HDEL', infoKey, waiter, waiter .. '|m', waiter .. '|d', waiter .. '|s')
 end
 
 -- Drops heads whose owner stopped refreshing; returns the live head and its mode.
@@ -81,11 +97,11 @@ end
 
 -- Live shared holds (readers, or readers in their lock delay) on this node.
 local function sharedHeld()
-  return redis.call('ZCOUNT', KEYS[2], '(' .. int(now), '+inf') > 0
+  return redis.call('ZCOUNT', K.h, '(' .. int(now), '+inf') > 0
 end
 
 local function freeFor(mode)
-  if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+  if readHoldKey() then return 0 end
   if mode == 'r' or not sharedHeld() then return 1 end
   return 0
 end
@@ -156,6 +172,8 @@ if op == 'join' then
   liveHead()
   if not redis.call('ZSCORE', lineKey, owner) then
     redis.call('ZADD', lineKey, redis.call('HINCRBY', infoKey, '~seq', 1), owner)
+    redis.call('HSET', infoKey, owner .. '|s', int(now))
+    if ARGV[7] and ARGV[7] ~= '' then redis.call('HSET', infoKey, owner .. '|d', ARGV[7]) end
   end
   redis.call('HSET', infoKey, owner, int(now + ttl))
   if mode ~= 'x' then redis.call('HSET', infoKey, owner .. '|m', mode) end
@@ -168,35 +186,38 @@ elseif op == 'peek' then
   return placeOf(ARGV[5])
 elseif op == 'leave' then
   local left = redis.call('ZREM', lineKey, owner)
-  redis.call('HDEL', infoKey, owner, owner .. '|m')
+  redis.call('HDEL', infoKey, owner, owner .. '|m', owner .. '|d', owner .. '|s')
   if redis.call('ZCARD', lineKey) == 0 then redis.call('DEL', lineKey, infoKey) end
   return left
 elseif op == 'release' then
   -- The member of an exclusive hold (mutex, write) or a read hold; a write
   -- member also ends the read hold a downgrade made of it (the two crossed).
   local released = 0
+  local fenceTtl = tonumber(ARGV[6])
   local mode = string.match(owner, '^[^|]*|(%a)')
+  local held, counter = readHoldKey()
   if mode == 'r' then
-    released = redis.call('ZREM', KEYS[2], owner)
-  elseif redis.call('GET', KEYS[1]) == owner then
-    released = redis.call('DEL', KEYS[1])
+    released = redis.call('ZREM', K.h, owner)
+  elseif held == owner then
+    freeHoldKey(counter, fenceTtl)
+    released = 1
   elseif mode == 'w' then
-    released = redis.call('ZREM', KEYS[2], (string.gsub(owner, '^([^|]*)|w', '%1|r')))
+    released = redis.call('ZREM', K.h, (string.gsub(owner, '^([^|]*)|w', '%1|r')))
   end
   if released == 0 and ARGV[3] == '1' then
     -- The token was a guess: the owner's hold, whatever its token.
     local prefix = string.match(owner, '^[^|]*|')
-    local held = redis.call('GET', KEYS[1])
     if held and string.sub(held, 1, #prefix) == prefix then
-      released = redis.call('DEL', KEYS[1])
+      freeHoldKey(counter, fenceTtl)
+      released = 1
     else
       local pattern = string.gsub(prefix, '[%*%?%[%]\\]', '\\%0') .. '*'
       local cursor = '0'
       repeat
-        local page = redis.call('ZSCAN', KEYS[2], cursor, 'MATCH', pattern, 'COUNT', 1000)
+        local page = redis.call('ZSCAN', K.h, cursor, 'MATCH', pattern, 'COUNT', 1000)
         cursor = page[1]
         if page[2][1] then
-          released = redis.call('ZREM', KEYS[2], page[2][1])
+          released = redis.call('ZREM', K.h, page[2][1])
           break
         end
       until cursor == '0'
@@ -206,6 +227,7 @@ elseif op == 'release' then
     now = select(2, clock())
     wakeHead()
   end
+  settle()
   return released
 elseif op == 'wake' then
   return wakeHead()
@@ -218,7 +240,12 @@ for _, waiter in ipairs(redis.call('ZRANGE', lineKey, 0, -1)) do
   local alive, mode = live(waiter)
   if alive then
     table.insert(entries, waiter)
-    if op == 'list' then table.insert(entries, mode) end
+    if op == 'list' then
+      local who = redis.call('HMGET', infoKey, waiter .. '|d', waiter .. '|s')
+      table.insert(entries, mode)
+      table.insert(entries, who[1] or '')
+      table.insert(entries, who[2] or '')
+    end
   end
 end
 if op == 'wakeAll' then

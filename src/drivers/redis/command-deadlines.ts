@@ -1,0 +1,112 @@
+import type { Redis } from 'ioredis'
+
+/** What a deadline needs of an ioredis command (the same two members ioredis' own timeout uses). */
+interface InFlight {
+  readonly isResolved: boolean
+  reject(error: Error): void
+}
+
+/**
+ * One timer per connection bounds every command sent on it, in place of
+ * ioredis' `commandTimeout`, which starts and clears a timer per command
+ * (measured: ~2.5 µs of client CPU per acquire+release pair, 8%). All
+ * commands of a connection share one timeout, so their deadlines come in
+ * the order they were sent: a queue, whose answered front is dropped as
+ * commands are sent, and one timer that wakes for the oldest deadline only
+ * (about once per timeout under steady load). A command past its deadline
+ * fails as ioredis' own timeout fails it ("Command timed out"); a command
+ * ioredis sends again after a reconnect keeps its first deadline.
+ */
+export class CommandDeadlines {
+  private commands: InFlight[] = []
+  private deadlines: number[] = []
+  private head = 0
+  private timer: NodeJS.Timeout | undefined
+
+  /** `now`: the clock the deadlines are read on (a test passes its own, so it asserts no timing). */
+  constructor(private readonly timeoutMs: number, private readonly now: () => number = () => performance.now()) {}
+
+  track(command: InFlight): void {
+    const commands = this.commands
+    while (this.head < commands.length && commands[this.head]!.isResolved) this.head++
+    if (this.head === commands.length) {
+      commands.length = 0
+      this.deadlines.length = 0
+      this.head = 0
+    } else if (this.head > 1024 && this.head * 2 > commands.length) {
+      this.commands = commands.slice(this.head)
+      this.deadlines = this.deadlines.slice(this.head)
+      this.head = 0
+    }
+    this.commands.push(command)
+    this.deadlines.push(this.now() + this.timeoutMs)
+    if (!this.timer) this.arm(this.timeoutMs)
+  }
+
+  private arm(ms: number): void {
+    this.timer = setTimeout(this.sweep, Math.max(1, Math.ceil(ms)))
+    // The connection keeps the process alive while a command is out.
+    this.timer.unref()
+  }
+
+  /** Fails what is past its deadline and re-arms for the next one (the timer calls it). */
+  readonly sweep = (): void => {
+    clearTimeout(this.timer)
+    this.timer = undefined
+    const now = this.now()
+    const { commands, deadlines } = this
+    while (this.head < commands.length) {
+      const command = commands[this.head]!
+      if (!command.isResolved) {
+        if (deadlines[this.head]! > now) return this.arm(deadlines[this.head]! - now)
+        command.reject(new Error('Command timed out'))
+      }
+      this.head++
+    }
+  }
+
+  close(): void {
+    clearTimeout(this.timer)
+    this.timer = undefined
+  }
+}
+
+/**
+ * Tunes the command connection of one Redis: every command bounded by
+ * `timeoutMs` with one CommandDeadlines (see there), and the commands sent
+ * within one turn of the event loop after its first written together: the
+ * first goes out at once (a lone command, the sequential case, is never
+ * held back), the second corks the socket until the end of the turn
+ * (process.nextTick), so 64 flows whose commands go out together cost two
+ * writes instead of 64, and Redis reads them in one go. (Corking at the
+ * first command made a lone command cost a writev and more system time.)
+ * ioredis' auto-pipelining batches too, with a Pipeline object per batch,
+ * lone commands included.
+ */
+export function tuneCommandConnection(client: Redis, timeoutMs: number | undefined): void {
+  const deadlines = timeoutMs === undefined ? undefined : new CommandDeadlines(timeoutMs)
+  type Send = Redis['sendCommand']
+  const send: Send = client.sendCommand
+  /** 0: no command yet this turn; 1: one sent; 2: the socket is corked until the turn ends. */
+  let turn = 0
+  let corked: Redis['stream'] | undefined
+  const endTurn = (): void => {
+    turn = 0
+    const socket = corked
+    corked = undefined
+    socket?.uncork()
+  }
+  client.sendCommand = function (this: Redis, command, stream) {
+    deadlines?.track(command as unknown as InFlight)
+    if (turn === 0) {
+      turn = 1
+      process.nextTick(endTurn)
+    } else if (turn === 1 && stream === undefined && this.status === 'ready' && this.stream?.writable) {
+      turn = 2
+      corked = this.stream
+      corked.cork()
+    }
+    return send.call(this, command, stream)
+  } as Send
+  if (deadlines) client.once('end', () => deadlines.close())
+}

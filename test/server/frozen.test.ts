@@ -1,0 +1,83 @@
+/**
+ * A frozen (SIGSTOPped) `baton serve` and the http:// store: a waiting
+ * acquire ends with LOCK_TIMEOUT at its own deadline, a late answer leaves no
+ * ghost holder, and a release that failed can be retried and reaches the
+ * server (issue 16, items 6 and 9).
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { startBatonServer, type BatonServer } from '../harness/baton-server.js'
+import { ms } from '../harness/timing.js'
+import { startProxy } from '../harness/proxy.js'
+import { connect, isBatonError } from '../../src/index.js'
+import { call, lockPath } from './client.js'
+
+let server: BatonServer
+before(async () => {
+  server = await startBatonServer()
+})
+after(() => server.stop())
+
+async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + ms(15_000)
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+/** `promise`'s outcome, or 'pending' if it has not settled within `timeoutMs`. */
+async function settledWithin<T>(promise: Promise<T>, timeoutMs: number): Promise<{ value?: T; error?: unknown } | 'pending'> {
+  let timer: NodeJS.Timeout | undefined
+  const pending = new Promise<'pending'>((resolve) => (timer = setTimeout(resolve, timeoutMs, 'pending')))
+  try {
+    return await Promise.race([promise.then((value) => ({ value }), (error: unknown) => ({ error })), pending])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+describe('http:// against a frozen server', () => {
+  it('acquire({ wait }) rejects with LOCK_TIMEOUT at its deadline; the late attempt leaves no holder', async () => {
+    const client = await connect(server.base)
+    const name = `frozen/wait/${Math.random().toString(36).slice(2)}`
+    // The session and event stream are open, as for any client that has worked before.
+    await (await client.mutex(`${name}/warm`).acquire({ autoExtend: true })).release()
+    server.pause()
+    let outcome
+    try {
+      outcome = await settledWithin(client.mutex(name, { ttl: ms(5000) }).acquire({ wait: ms(1000) }), ms(8000))
+    } finally {
+      server.resume()
+    }
+    assert.notEqual(outcome, 'pending', 'the acquire was still pending long after its wait')
+    assert.ok(outcome !== 'pending' && isBatonError(outcome.error, 'LOCK_TIMEOUT'), `expected LOCK_TIMEOUT, got ${String(outcome !== 'pending' && (outcome.error ?? outcome.value))}`)
+    // The attempt the server runs once it wakes up is undone: no ghost holder, nobody in line.
+    await eventually('the late attempt undone', async () => (await call(server.base, 'GET', lockPath(name))).status === 404)
+    await client.close()
+  })
+
+  it('a release that failed (BACKEND_UNAVAILABLE) can be retried and reaches the server', async () => {
+    // Through a proxy that swallows the first DELETE: it never reaches the server.
+    const proxy = await startProxy(server.port)
+    const client = await connect(`http://127.0.0.1:${proxy.port}`, { commandTimeout: ms(500) })
+    const name = `frozen/release/${Math.random().toString(36).slice(2)}`
+    const lease = await client.mutex(name, { ttl: '60s' }).acquire()
+    proxy.pause()
+    let failed: unknown
+    try {
+      await lease.release()
+    } catch (error) {
+      failed = error
+    } finally {
+      proxy.dropConnections()
+      proxy.resume()
+    }
+    assert.ok(isBatonError(failed, 'BACKEND_UNAVAILABLE'), `the release through a stalled network failed with ${String(failed)}`)
+    assert.equal((await call(server.base, 'GET', lockPath(name))).status, 200, 'the first release never reached the server')
+    await lease.release()
+    assert.equal((await call(server.base, 'GET', lockPath(name))).status, 404, 'the retried release freed the lock')
+    await client.close()
+    await proxy.close()
+  })
+})

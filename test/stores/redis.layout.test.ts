@@ -1,0 +1,141 @@
+/**
+ * The one-key hot path of the Redis driver (scripts/basics.lua): who holds
+ * and waits is described (description, since by the store clock), a hold
+ * written by the previous key layout is still a hold, and the hold key's
+ * "nothing else exists" flag never lets a mutex past a line or shared holds.
+ * Real redis-server; the driver is driven directly where the core would
+ * hide what is checked.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { Redis } from 'ioredis'
+import { connect, type Baton } from '../../src/index.js'
+import type { AcquireRequest, Driver } from '../../src/core/driver.js'
+import { parseStoreUrl } from '../../src/core/url.js'
+import { createRedisDriver } from '../../src/drivers/redis/index.js'
+import { startRedlock } from '../harness/redlock.js'
+import { startRedis, stopAll, type RedisServer } from '../harness/servers.js'
+
+let server: RedisServer
+let raw: Redis
+let driver: Driver
+let baton: Baton
+let counter = 0
+const fresh = (label: string): string => `layout/${label}/${++counter}`
+
+before(async () => {
+  server = await startRedis()
+  raw = new Redis(server.port, '127.0.0.1')
+  driver = await createRedisDriver(parseStoreUrl(server.url), {
+    clientId: 'layouttest', connectTimeoutMs: 5000, commandTimeoutMs: 5000, fenceTtlMs: 3_600_000,
+  })
+  baton = await connect(server.url)
+})
+after(async () => {
+  await driver.close()
+  await baton.close()
+  raw.disconnect()
+  await stopAll()
+})
+
+function request(name: string, owner: string, more: Partial<AcquireRequest> = {}): AcquireRequest {
+  return {
+    name, kind: 'mutex', mode: 'exclusive', fair: false, permits: 1, lockDelayMs: 0,
+    owner, ttlMs: 10_000, enqueue: false, queueTtlMs: 0, retry: false, ...more,
+  }
+}
+
+describe('redis: description and since', () => {
+  it('inspect shows the description and the grant / queue time of holders and waiters', async () => {
+    const name = fresh('described')
+    const before = Date.now()
+    const held = await driver.acquire(request(name, 'layouttest.a', { description: '{"host":"h1","pid":1}' }))
+    assert.equal(held.status, 'granted')
+    const waiting = await driver.acquire(request(name, 'layouttest.b', { enqueue: true, queueTtlMs: 10_000, description: 'b | with bars' }))
+    assert.equal(waiting.status, 'busy')
+    const info = await driver.inspect(name)
+    assert.ok(info)
+    assert.equal(info.holders[0]?.description, '{"host":"h1","pid":1}')
+    assert.ok(Math.abs(info.holders[0]!.since! - before) < 60_000, `since ${info.holders[0]!.since} near ${before}`)
+    assert.deepEqual(info.waiters.map((w) => [w.owner, w.description]), [['layouttest.b', 'b | with bars']])
+    assert.ok(typeof info.waiters[0]!.since === 'number')
+    await driver.release(request(name, 'layouttest.b'))
+    await driver.release(request(name, 'layouttest.a'))
+  })
+
+  it('shared holders keep theirs too, and a hold sent without one has none', async () => {
+    const name = fresh('shared')
+    const reader = { kind: 'rwlock', mode: 'read' } as const
+    assert.equal((await driver.acquire(request(name, 'layouttest.r1', { ...reader, description: 'r1' }))).status, 'granted')
+    assert.equal((await driver.acquire(request(name, 'layouttest.r2', reader))).status, 'granted')
+    const info = await driver.inspect(name)
+    const byOwner = new Map(info!.holders.map((h) => [h.owner, h]))
+    assert.equal(byOwner.get('layouttest.r1')?.description, 'r1')
+    assert.equal(byOwner.get('layouttest.r2')?.description, undefined)
+    assert.ok(typeof byOwner.get('layouttest.r2')?.since === 'number')
+  })
+})
+
+describe('redis: the hold key', () => {
+  it('a hold written by the previous layout (a bare member) is a hold: never a second holder', async () => {
+    const name = fresh('old')
+    await raw.set(`baton:{${name}}:x`, `oldclient.1|x|${Date.now() * 1000}|0`, 'PX', 10_000)
+    const attempt = await driver.acquire(request(name, 'layouttest.c'))
+    assert.equal(attempt.status, 'busy')
+    assert.equal((await baton.inspect(name))?.holders[0]?.owner, 'oldclient.1')
+  })
+
+  it('a free key keeps the counter; its flag sends a mutex past neither a line nor shared holds', async () => {
+    const name = fresh('flag')
+    const first = await baton.mutex(name).acquire()
+    await first.release()
+    assert.match(String(await raw.get(`baton:{${name}}:x`)), /^\d+\|-$/)
+    // Shared holds on the name: a mutex attempt is a conflict, not a grant.
+    const sem = await baton.semaphore(name, { permits: 2 }).acquire()
+    assert.match(String(await raw.get(`baton:{${name}}:x`)), /^\d+\|s$/)
+    await assert.rejects(baton.mutex(name).acquire({ wait: 0 }), /in use as a semaphore/)
+    await sem.release()
+    // A waiter in line behind a holder: the holder's release hands over.
+    const holder = await baton.mutex(name).acquire()
+    const waiter = baton.mutex(name).acquire({ wait: 10_000 })
+    while ((await baton.inspect(name))?.waiters.length !== 1) await new Promise((r) => setTimeout(r, 10))
+    assert.match(String(await raw.get(`baton:{${name}}:x`)), /\|s\|/)
+    await holder.release()
+    const next = await waiter
+    assert.ok(next.token > holder.token)
+    await next.release()
+    // Nobody left: back to the fast path's flag.
+    assert.match(String(await raw.get(`baton:{${name}}:x`)), /^\d+\|-$/)
+  })
+})
+
+describe('redis: listing', () => {
+  it('a name whose hold key keeps only the counter is not listed (nor inspected)', async () => {
+    const idle = fresh('list/idle')
+    const held = fresh('list/held')
+    await (await baton.mutex(idle).acquire()).release()
+    const lease = await baton.mutex(held).acquire()
+    const names = (await baton.list({ prefix: 'layout/' })).map((info) => info.name)
+    assert.ok(names.includes(held), names.join(' '))
+    assert.ok(!names.includes(idle), names.join(' '))
+    await lease.release()
+  })
+})
+
+describe('redlock: description and since', () => {
+  it('inspect shows what the majority of nodes keep for a holder', async () => {
+    const nodes = await startRedlock(3)
+    const client = await connect(nodes.url)
+    try {
+      const name = fresh('redlock')
+      const granted = await client.driver.acquire(request(name, 'redlocktest.a', { description: 'from redlock' }))
+      assert.equal(granted.status, 'granted')
+      const info = await client.driver.inspect(name)
+      assert.equal(info?.holders[0]?.description, 'from redlock')
+      assert.ok(typeof info?.holders[0]?.since === 'number')
+    } finally {
+      await client.close()
+      await nodes.stop()
+    }
+  })
+})
