@@ -35,7 +35,14 @@ export function runConformance(storeName: string, makeStore: MakeStore): void {
       ctx.harness = await makeStore()
     })
     afterEach(() => ctx.cleanup())
-    after(() => ctx.harness.close())
+    after(async () => {
+      await ctx.harness.close()
+      // A file whose process outlives its tests ends only at the runner's timeout, far
+      // from the cause: name what still keeps it alive (an unref'd timer keeps nothing).
+      setTimeout(() => {
+        console.error(`conformance: ${storeName}: still running 30 s after its tests, kept alive by ${JSON.stringify(process.getActiveResourcesInfo())}`)
+      }, 30_000).unref()
+    })
 
     safety(ctx)
     fencing(ctx)

@@ -45,6 +45,19 @@ export function multiLockFaults(ctx: SuiteContext): void {
       }
     }
 
+    /** `read` retried while the store says it is not reachable yet (a server just restarted, a session re-established). */
+    async function whileComingBack<T>(read: () => Promise<T>): Promise<T> {
+      const deadline = performance.now() + ms(30_000)
+      for (;;) {
+        try {
+          return await read()
+        } catch (error) {
+          if (!isBatonError(error) || !error.retryable || performance.now() > deadline) throw error
+          await sleep(ms(100))
+        }
+      }
+    }
+
     /** What a faulted multi acquire ended with: a typed error, or (the store kept everything) the whole set, really held. */
     async function checkOutcome(t: TestContext, outcome: unknown, names: readonly string[], other: Baton, ttlMs: number): Promise<void> {
       t.diagnostic(`the faulted acquire ended with: ${outcome instanceof Error ? `${(outcome as BatonError).code} ${outcome.message}` : 'the whole set'}`)
@@ -58,7 +71,7 @@ export function multiLockFaults(ctx: SuiteContext): void {
       await sleep(ttlMs)
       if (!lease.signal.aborted) {
         for (const name of names) {
-          const view = await other.inspect(name)
+          const view = await whileComingBack(() => other.inspect(name))
           assert.equal(view?.holders[0]?.owner, lease.leases.find((part) => part.name === name)?.owner, `${name} is in the store, held by the set`)
         }
       }

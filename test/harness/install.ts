@@ -50,13 +50,22 @@ function describeFailure(err: unknown): string {
 
 const APT_LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=600'];
 
+// Test files run as parallel processes, and `apt-get update` does not wait for
+// the lists lock that another process's update holds (it fails at once), so
+// every apt-get of the tests runs under one file lock, taken with flock(1).
+const APT_FILE_LOCK = '/tmp/baton-tests-apt.lock';
+
+function aptGet(args: string[]) {
+  return execFileAsync('flock', ['-w', '1200', APT_FILE_LOCK, 'apt-get', ...APT_LOCK_WAIT, ...args], APT_OPTIONS);
+}
+
 const APT_OPTIONS = {
   env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
   maxBuffer: 64 * 1024 * 1024,
 };
 
 function aptUpdate(): Promise<void> {
-  aptUpdated ??= execFileAsync('apt-get', [...APT_LOCK_WAIT, 'update'], APT_OPTIONS).then(
+  aptUpdated ??= aptGet(['update']).then(
     () => undefined,
     (err: unknown) => {
       aptUpdated = undefined; // allow a later retry
@@ -79,7 +88,7 @@ export async function ensureCommand(command: string, debianPackage: string): Pro
       if (await findOnPath(command)) return; // installed by a concurrent call
       await aptUpdate();
       try {
-        await execFileAsync('apt-get', [...APT_LOCK_WAIT, 'install', '-y', debianPackage], APT_OPTIONS);
+        await aptGet(['install', '-y', debianPackage]);
       } catch (err) {
         throw new Error(`apt-get install -y ${debianPackage} failed (needed for \`${command}\`): ${describeFailure(err)}`);
       }
@@ -117,7 +126,7 @@ export async function ensureFile(paths: readonly string[], debianPackage: string
       if (await find()) return;
       await aptUpdate();
       try {
-        await execFileAsync('apt-get', ['install', '-y', debianPackage], APT_OPTIONS);
+        await aptGet(['install', '-y', debianPackage]);
       } catch (err) {
         throw new Error(`apt-get install -y ${debianPackage} failed (needed for ${paths.join(' or ')}): ${describeFailure(err)}`);
       }

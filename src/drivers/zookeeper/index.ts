@@ -5,6 +5,7 @@ import type {
 } from '../../core/driver.js'
 import { inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { monotonicNow } from '../../core/clock.js'
+import { clientClosed } from '../../core/errors.js'
 import { weightOf } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
 import { conflictIn, decodeEntry, decodeNote, encodeEntry, encodeNote, holdersIn, summaryOf, waiterSummaryOf, waitersIn, type LineEntry } from '../sequenced/line.js'
@@ -538,6 +539,9 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
    * ensemble clamps it (see inspect's note).
    */
   private sessionFor(ttlMs: number, lockDelayMs = 0): Promise<ZkSession> {
+    // A call still on its way when close() ran must not open a session nobody closes:
+    // its client would reconnect for ever once the ensemble is gone, keeping the process alive.
+    if (this.closed) return Promise.reject(clientClosed('this ZooKeeper client'))
     const requested = Math.max(1000, Math.ceil((ttlMs * 1.5 + Math.max(0, lockDelayMs)) / 1000) * 1000)
     let pending = this.sessions.get(requested)
     if (!pending) {
