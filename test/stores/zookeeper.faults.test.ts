@@ -152,6 +152,15 @@ describe('zookeeper faults', () => {
     await next.release()
   })
 
+  it('a call still on its way when close() ran opens no session (one would reconnect for ever and keep the process alive)', async () => {
+    const closing = await connect(`zk://${single.hosts}`)
+    await closing.mutex('faults/closing').tryAcquire().then((lease) => lease?.release())
+    await closing.close()
+    // What a renewal, a waiter's re-read or an election observer in flight reaches after close():
+    // the driver itself, past the client's own closed check.
+    await assert.rejects(closing.driver.inspect('faults/closing'), (error: unknown) => isBatonError(error, 'CLOSED'))
+  })
+
   it('bad URLs get INVALID_ARGUMENT', async () => {
     for (const bad of ['zk://', 'zk://127.0.0.1:2181/bad//chroot', 'zk://127.0.0.1:2181?colour=blue', 'zk://h:70000']) {
       await assert.rejects(connect(bad), (e) => isBatonError(e, 'INVALID_ARGUMENT'), bad)
