@@ -152,7 +152,7 @@ export class ZkSession {
     const startedAt = monotonicNow()
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.client.close()
+        this.close()
         reject(new Error(`no session within ${this.target.connectTimeoutMs} ms`))
       }, this.target.connectTimeoutMs)
       this.client.once('connected', () => {
@@ -161,7 +161,7 @@ export class ZkSession {
       })
       this.client.once('authenticationFailed', () => {
         clearTimeout(timer)
-        this.client.close()
+        this.close()
         reject(new BatonError('UNAUTHORIZED', `the ZooKeeper ensemble at ${this.target.display} refused the identity in the URL`))
       })
       this.client.connect()
@@ -274,6 +274,16 @@ export class ZkSession {
   close(): void {
     this.stop()
     this.client.close()
+    // The library waits for the answer to its close request with no deadline of its own, on a
+    // socket that keeps the process alive: a frozen server (or a silent link) never answers, and
+    // the heartbeat that would drop that socket is stopped. Dropped here if still open by then
+    // (in the library's closing state, dropping it ends the client: it does not reconnect), with
+    // the library's connect timer, which a socket dropped before it connected leaves running.
+    const manager = (this.client as unknown as { connectionManager?: { socket?: { destroy(): void }; connectTimeoutHandler?: NodeJS.Timeout } }).connectionManager
+    setTimeout(() => {
+      clearTimeout(manager?.connectTimeoutHandler)
+      manager?.socket?.destroy()
+    }, Math.min(this.target.commandTimeoutMs, 1000)).unref()
   }
 
   private stop(): void {
