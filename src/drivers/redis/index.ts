@@ -55,7 +55,7 @@ export class RedisDriver implements Driver {
   private readonly channelPrefix: string
   /**
    * The fencing counter's clock floor is the store clock rounded down to
-   * this many µs (acquire.lua ARGV[10]). 1 here; the Redlock driver sets
+   * this many µs (acquire.lua ARGV[5]). 1 here; the Redlock driver sets
    * 1000 on its nodes so that their tokens agree in the common case.
    */
   tokenClockUnitUs = 1
@@ -129,7 +129,9 @@ export class RedisDriver implements Driver {
     ]
     const note = noteOf(request.description, request.value)
     if (note !== undefined) argv.push(note)
-    const reply = (await this.runArgv('acquire', request.name, argv)) as [number, number | string, string | null, number | null]
+    const reply = (await this.runArgv('acquire', request.name, argv)) as string | [number, number | string, string | null, number | null]
+    // The fast path answers the token alone, for the ttl asked (acquire.lua).
+    if (typeof reply === 'string') return { status: 'granted', token: BigInt(reply), ttlMs: request.ttlMs }
     const [status] = reply
     if (status === 1) return { status: 'granted', token: BigInt(reply[1]), ttlMs: Number(reply[2]) }
     if (status === -1) return { status: 'conflict', detail: String(reply[1]) }
@@ -154,10 +156,13 @@ export class RedisDriver implements Driver {
     const member = 'token' in hold ? memberOf(hold) : ''
     // Another client's hold (a lock server releasing a lease another server granted): its client is told.
     const foreign = hold.owner.startsWith(`${this.clientId}.`) ? 0 : 1
-    return Number(await this.runArgv('release', hold.name, [
+    const argv: (string | number)[] = [
       baseKey(this.target.keyPrefix, hold.name), member, hold.owner, this.fenceTtlMs, this.channelFor(hold.name),
       guess && member !== '' ? 1 : 0, this.tokenClockUnitUs, foreign,
-    ])) === 1
+    ]
+    // Where the script's fast path may apply, the counter it leaves (release.lua ARGV[8]).
+    if ('token' in hold && foreign === 0 && hold.lockDelayMs === 0 && (hold.mode === 'exclusive' || hold.mode === 'write')) argv.push(`${hold.token}|-`)
+    return Number(await this.runArgv('release', hold.name, argv)) === 1
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {

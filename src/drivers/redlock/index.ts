@@ -38,7 +38,7 @@ import { parseRedlockUrl, type RedlockSettings } from './settings.js'
  *
  * Fencing tokens: each node's grant draws a token from that node's counter,
  * one above its last and never below the node's clock floored to whole
- * milliseconds, in µs (redis/scripts/token.lua; acquire.lua's ARGV[10], set
+ * milliseconds, in µs (redis/scripts/token.lua; acquire.lua's ARGV[5], set
  * by RedlockNode; redis:// floors by the µs). The lease takes the highest
  * token of its grants, and every granting node whose counter is lower is
  * raised to it at once (scripts/raise-token.lua, sent before anything else

@@ -16,43 +16,44 @@
   ARGV[6] token clock unit µs for the grants of a hand-over (see acquire.lua)
   ARGV[7] "1" when the caller is not the owner's client: a hold it ends is
           told to the owner's client ("d"), as force-release tells "l"
+  ARGV[8] (optional) "<token>|-", the counter the hold key keeps after the
+          fast path: sent for an exclusive hold without lock delay released
+          by its own client, the only holds the fast path ends
 
   Returns 1 if the owner held the name, else 0.
 ]]
 --- @include "keys"
 
 local member, owner = ARGV[1], ARGV[2]
-local mode = string.match(member, '^[^|]*|(%a)')
 -- The exclusive fast path: the owner's own hold, with nothing else to do
--- (flag "-": nobody waits). The key stays, as the counter.
-local exclusive = mode == 'x' or mode == 'w'
--- The counter floor t is read with it (a hand-over's grant needs it).
+-- (flag "-": nobody waits). The key stays, as the counter: ARGV[8], which
+-- the client sends only where this path may apply (its own exclusive hold,
+-- no lock delay), so the script parses nothing to know.
 local seen
-local tellOwner = ARGV[7] == '1'
--- A hold in its lock delay (expired) is no longer the owner's: a release
--- keeps its phantom and answers 0, as the memory store does. Only holds with
--- a lock delay need the look (without one, an expired hold is gone).
-local delay = tonumber(string.match(member, '|(%d+)$') or '0')
-if exclusive then
-  seen = redis.call('MGET', X, base .. 't')
-  if seen[1] and not tellOwner and string.sub(seen[1], 1, #member + 2) == member .. '|-'
-    and (delay == 0 or redis.call('PTTL', X) > delay) then
-    redis.call('SET', X, string.match(member, '|(%d+)|%d+$') .. '|-', 'PX', ARGV[3])
+if ARGV[8] then
+  seen = redis.call('GET', X)
+  if seen and string.sub(seen, 1, #member + 2) == member .. '|-' then
+    redis.call('SET', X, ARGV[8], 'PX', ARGV[3])
     -- A leader resigned (its note carries a value): tell the name's observers (basics.lua).
-    if string.find(seen[1], '\0', 1, true) then
+    if string.find(seen, '\0', 1, true) then
       local command = string.find(ARGV[4], '{', 1, true) and 'SPUBLISH' or 'PUBLISH'
       redis.call(command, ARGV[4] .. '=' .. base, '')
     end
     return 1
   end
 end
+local mode = string.match(member, '^[^|]*|(%a)')
+local exclusive = mode == 'x' or mode == 'w'
+local tellOwner = ARGV[7] == '1'
+-- A hold in its lock delay (expired) is no longer the owner's: a release
+-- keeps its phantom and answers 0, as the memory store does. Only holds with
+-- a lock delay need the look (without one, an expired hold is gone).
+local delay = tonumber(string.match(member, '|(%d+)$') or '0')
+if exclusive and not seen then seen = redis.call('GET', X) end
 
 --- @include "token"
 --- @include "basics"
-if exclusive then
-  seedHoldKey(seen[1])
-  seedFloor(seen[2])
-end
+if exclusive then seedHoldKey(seen) end
 
 local fenceTtl = tonumber(ARGV[3])
 local released = 0
@@ -100,7 +101,7 @@ if released == 1 or member == '' then
   handedOver = promote(ARGV[4], us, tonumber(ARGV[6]) or 1, now, fenceTtl)
 end
 -- A leader resigned: its observers hear it even when nobody was next in line.
-if released == 1 and seen and seen[1] and carriesValue(seen[1]) then electionNotice(ARGV[4]) end
+if released == 1 and seen and carriesValue(seen) then electionNotice(ARGV[4]) end
 if tellOwner and released == 1 then wake(ARGV[4], owner, 'd|' .. owner) end
 -- Handed to the line's head: the line may go on, so "s" without a look.
 settle(handedOver)
