@@ -29,9 +29,12 @@ local member, owner = ARGV[1], ARGV[2]
 -- (flag "-": nobody waits). The key stays, as the counter: ARGV[8], which
 -- the client sends only where this path may apply (its own exclusive hold,
 -- no lock delay), so the script parses nothing to know.
-local seen
+-- The counter floor t comes with it: a release that hands over needs it, and
+-- one MGET is cheaper than a second call.
+local seen, floor
 if ARGV[8] then
-  seen = redis.call('GET', X)
+  seen = redis.call('MGET', X, base .. 't')
+  seen, floor = seen[1], seen[2]
   if seen and string.sub(seen, 1, #member + 2) == member .. '|-' then
     redis.call('SET', X, ARGV[8], 'PX', ARGV[3])
     -- A leader resigned (its note carries a value): tell the name's observers (basics.lua).
@@ -49,11 +52,17 @@ local tellOwner = ARGV[7] == '1'
 -- keeps its phantom and answers 0, as the memory store does. Only holds with
 -- a lock delay need the look (without one, an expired hold is gone).
 local delay = tonumber(string.match(member, '|(%d+)$') or '0')
-if exclusive and not seen then seen = redis.call('GET', X) end
+if exclusive and not ARGV[8] then
+  seen = redis.call('MGET', X, base .. 't')
+  seen, floor = seen[1], seen[2]
+end
 
 --- @include "token"
 --- @include "basics"
-if exclusive then seedHoldKey(seen) end
+if exclusive then
+  seedHoldKey(seen)
+  seedFloor(floor)
+end
 
 local fenceTtl = tonumber(ARGV[3])
 local released = 0
