@@ -57,6 +57,24 @@ describe('CommandDeadlines', () => {
     deadlines.close()
   })
 
+  it('a command answered with an error does not hold the commands after it (ioredis sets isResolved only for replies)', () => {
+    let now = 0
+    const deadlines = new CommandDeadlines(10_000, () => now)
+    // As ioredis' Command: an error reply calls reject, which leaves isResolved false.
+    const refused = { isResolved: false, reject(_error: Error) {} }
+    deadlines.track(refused)
+    refused.reject(new Error("ERR unknown subcommand 'SETINFO'"))
+    for (let i = 0; i < 5000; i++) {
+      const command = new FakeCommand()
+      deadlines.track(command)
+      command.answer()
+    }
+    // Read through the queue's own fields: what it keeps alive is the point.
+    const kept = (deadlines as unknown as { commands: unknown[]; head: number })
+    assert.ok(kept.commands.length - kept.head <= 1, `${kept.commands.length - kept.head} commands kept behind a refused one`)
+    deadlines.close()
+  })
+
   it('its own timer fails a command left unanswered', async () => {
     const deadlines = new CommandDeadlines(5)
     const lost = new FakeCommand()
