@@ -45,11 +45,22 @@ type Runner = (...args: (string | number)[]) => Promise<unknown>
 interface LoadedScript {
   readonly name: ScriptName
   readonly command: string
-  readonly numberOfKeys: number
+  /** undefined: the caller passes the count first (batch.lua). */
+  readonly numberOfKeys: number | undefined
   readonly lua: string
 }
 
 let loaded: readonly LoadedScript[] | undefined
+let batchScript: LoadedScript | undefined
+
+/** batch.lua with every script compiled in as a function of its own KEYS and ARGV. */
+function loadBatch(scripts: readonly LoadedScript[]): LoadedScript {
+  const bodies = scripts.map((script) => `RUN['${script.name}'] = function(KEYS, ARGV)\n${script.lua}\nend`).join('\n')
+  const lua = loadScript('batch').replace(/^--- @scripts$/m, () => bodies)
+  const version = createHash('sha1').update(lua).digest('hex').slice(0, 10)
+  // No fixed key count: the caller passes it (one key per call).
+  return { name: 'batch' as ScriptName, command: `baton_batch_${version}`, numberOfKeys: undefined, lua }
+}
 
 /**
  * Reads every script once per process, before any connection exists: a
@@ -62,16 +73,94 @@ export function loadScripts(): readonly LoadedScript[] {
     const version = createHash('sha1').update(lua).digest('hex').slice(0, 10)
     return { name, command: `baton_${name}_${version}`, numberOfKeys: spec.numberOfKeys, lua }
   })
+  batchScript ??= loadBatch(loaded)
   return loaded
+}
+
+/** A script call waiting for its turn's batch. */
+interface Queued {
+  readonly name: ScriptName
+  readonly argv: readonly (string | number)[]
+  resolve(reply: unknown): void
+  reject(error: unknown): void
+}
+
+/**
+ * The script calls of one event-loop turn, sent as one EVALSHA of batch.lua.
+ * The first call of a turn goes out at once (a lone call, the sequential
+ * case, is never held back); the calls after it in the same turn wait for
+ * its end (setImmediate, after the poll phase, as the command connection's
+ * corking: src/drivers/redis/command-deadlines.ts) and go together, in
+ * order, so a client with many flows, or a lock server with many
+ * connections, pays one script dispatch per turn instead of one per call,
+ * in Redis and in ioredis. Each call keeps its own reply or error.
+ * Order on the connection is kept among script calls (a later call is never
+ * sent before an earlier one); the driver's other commands (list's SCAN)
+ * are reads that need no order with them.
+ */
+class ScriptBatch {
+  private queue: Queued[] = []
+  private open = false
+
+  constructor(
+    private readonly sendOne: (name: ScriptName, argv: readonly (string | number)[]) => Promise<unknown>,
+    private readonly sendMany: (argv: (string | number)[]) => Promise<unknown>,
+  ) {}
+
+  run(name: ScriptName, argv: readonly (string | number)[]): Promise<unknown> {
+    if (!this.open) {
+      this.open = true
+      setImmediate(this.flush)
+      return this.sendOne(name, argv)
+    }
+    return new Promise((resolve, reject) => this.queue.push({ name, argv, resolve, reject }))
+  }
+
+  private readonly flush = (): void => {
+    this.open = false
+    const queue = this.queue
+    if (queue.length === 0) return
+    this.queue = []
+    if (queue.length === 1) {
+      const call = queue[0]!
+      this.sendOne(call.name, call.argv).then(call.resolve, call.reject)
+      return
+    }
+    // KEYS: each call's one key; ARGV: each call's name, argument count, arguments.
+    const argv: (string | number)[] = [queue.length]
+    for (const call of queue) argv.push(call.argv[0]!)
+    for (const call of queue) {
+      argv.push(call.name, call.argv.length - 1)
+      for (let i = 1; i < call.argv.length; i++) argv.push(call.argv[i]!)
+    }
+    this.sendMany(argv).then((replies) => {
+      const list = replies as unknown[]
+      queue.forEach((call, i) => {
+        const reply = list[i]
+        if (reply instanceof Error) call.reject(reply)
+        else call.resolve(reply)
+      })
+    }, (error: unknown) => {
+      for (const call of queue) call.reject(error)
+    })
+  }
 }
 
 export class Scripts {
   private readonly commands = new Map<ScriptName, string>()
+  /** Batches a turn's calls on one Redis; none on a Cluster, whose calls of one turn go to many slots and nodes. */
+  private readonly batch: ScriptBatch | undefined
 
   constructor(client: Client) {
     for (const script of loadScripts()) {
       client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua })
       this.commands.set(script.name, script.command)
+    }
+    if (!('nodes' in client)) {
+      const batch = batchScript!
+      client.defineCommand(batch.command, { lua: batch.lua })
+      const many = (client as unknown as Record<string, Runner>)[batch.command]!
+      this.batch = new ScriptBatch((name, argv) => this.send(client, name, argv), (argv) => many.apply(client, argv))
     }
   }
 
@@ -79,9 +168,13 @@ export class Scripts {
     return this.runArgv(client, name, [...keys, ...args])
   }
 
-  /** Runs a script on its keys then arguments, given as one array. */
+  /** Runs a script on its keys then arguments, given as one array (every script takes one key). */
   runArgv(client: Client, name: ScriptName, argv: (string | number)[]): Promise<unknown> {
+    return this.batch ? this.batch.run(name, argv) : this.send(client, name, argv)
+  }
+
+  private send(client: Client, name: ScriptName, argv: readonly (string | number)[]): Promise<unknown> {
     const runner = (client as unknown as Record<string, Runner>)[this.commands.get(name)!]!
-    return runner.apply(client, argv)
+    return runner.apply(client, argv as (string | number)[])
   }
 }

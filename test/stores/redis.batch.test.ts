@@ -1,0 +1,97 @@
+/**
+ * A turn's script calls on one Redis go as one EVALSHA of batch.lua
+ * (src/drivers/redis/scripts.ts, ScriptBatch): each call still gets its
+ * own reply or error, in order, and what it does in the store is what it
+ * does alone. Real redis-server; the driver is driven directly so that the
+ * calls of one turn are exactly the ones the test issues.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { Redis } from 'ioredis'
+import type { AcquireRequest, Driver } from '../../src/core/driver.js'
+import { BatonError } from '../../src/core/errors.js'
+import { parseStoreUrl } from '../../src/core/url.js'
+import { createRedisDriver } from '../../src/drivers/redis/index.js'
+import { startRedis, stopAll, type RedisServer } from '../harness/servers.js'
+
+let server: RedisServer
+let raw: Redis
+let driver: Driver
+let counter = 0
+const fresh = (label: string): string => `batch/${label}/${++counter}`
+
+before(async () => {
+  server = await startRedis()
+  raw = new Redis(server.port, '127.0.0.1')
+  driver = await createRedisDriver(parseStoreUrl(server.url), {
+    clientId: 'batchtest', connectTimeoutMs: 5000, commandTimeoutMs: 5000, fenceTtlMs: 3_600_000,
+  })
+})
+after(async () => {
+  await driver.close()
+  raw.disconnect()
+  await stopAll()
+})
+
+function request(name: string, owner: string, more: Partial<AcquireRequest> = {}): AcquireRequest {
+  return {
+    name, kind: 'mutex', mode: 'exclusive', fair: false, permits: 1, lockDelayMs: 0,
+    owner, ttlMs: 10_000, enqueue: false, queueTtlMs: 0, retry: false, ...more,
+  }
+}
+
+/** Script runs Redis did so far, EVALSHA and EVAL (a connection's first run of a script) (INFO commandstats). */
+async function scriptCalls(): Promise<number> {
+  const lines = (await raw.info('commandstats')).split('\n').filter((l) => /^cmdstat_(evalsha|eval):/.test(l))
+  return lines.reduce((sum, line) => sum + Number(/calls=(\d+)/.exec(line)?.[1] ?? 0), 0)
+}
+
+describe('redis: the script calls of one turn', () => {
+  it('go as two EVALSHAs (the first at once, the rest together), each answered its own grant', async () => {
+    const names = Array.from({ length: 20 }, () => fresh('many'))
+    const before = await scriptCalls()
+    const results = await Promise.all(names.map((name, i) => driver.acquire(request(name, `batchtest.o${i}`))))
+    assert.equal(await scriptCalls() - before, 2)
+    assert.ok(results.every((r) => r.status === 'granted'), JSON.stringify(results, (_, v) => (typeof v === 'bigint' ? String(v) : v)))
+    // Each call did its own: every name is held by its own owner.
+    for (const [i, name] of names.entries()) {
+      const info = await driver.inspect(name)
+      assert.deepEqual(info?.holders.map((h) => h.owner), [`batchtest.o${i}`])
+    }
+  })
+
+  it('run in the order they were made: a release then an acquire of the same name in one turn hands it over', async () => {
+    const name = fresh('order')
+    const first = await driver.acquire(request(name, 'batchtest.first'))
+    assert.equal(first.status, 'granted')
+    const hold = { ...request(name, 'batchtest.first'), token: (first as { token: bigint }).token }
+    // The first call of the turn goes alone; these two go together, in this order.
+    const [, released, second] = await Promise.all([
+      driver.inspect(fresh('other')),
+      driver.release(hold),
+      driver.acquire(request(name, 'batchtest.second')),
+    ])
+    assert.equal(released, true)
+    assert.equal(second.status, 'granted')
+    assert.ok((second as { token: bigint }).token > (first as { token: bigint }).token, 'the later grant has the larger token')
+  })
+
+  it('a call that fails fails alone: a name whose keys baton did not write, beside names that are fine', async () => {
+    const bad = fresh('foreign')
+    await raw.set(`baton:{${bad}}:x`, 'written by another program')
+    const good = [fresh('fine'), fresh('fine')]
+    const results = await Promise.allSettled([
+      driver.acquire(request(good[0]!, 'batchtest.g0')),
+      driver.acquire(request(bad, 'batchtest.bad')),
+      driver.acquire(request(good[1]!, 'batchtest.g1')),
+    ])
+    assert.equal(results[0]!.status, 'fulfilled')
+    assert.equal(results[2]!.status, 'fulfilled')
+    assert.equal(results[1]!.status, 'rejected')
+    const error = (results[1] as PromiseRejectedResult).reason as BatonError
+    assert.ok(error instanceof BatonError && error.code === 'INVALID_ARGUMENT', String(error))
+    assert.match(error.message, /hold a value baton did not write/)
+    // The other program's value is untouched.
+    assert.equal(await raw.get(`baton:{${bad}}:x`), 'written by another program')
+  })
+})
