@@ -31,7 +31,10 @@
 --- @include "keys"
 
 -- The exclusive fast path: the hold key says the name is free and nothing
--- else (no line, no shared holds) exists. One read, TIME, one write.
+-- else (no line, no shared holds) exists. One read, TIME, one write. A
+-- name never used (or idle past fenceTtl) has no hold key, which promises
+-- nothing: one EXISTS then shows that nothing else exists either, and the
+-- token is the clock floor (as nextToken with no counter).
 -- Every step is the cheapest Lua has for it (measured with INFO
 -- commandstats, docs/hot-path.md): strings are spliced as they came, not
 -- formatted; digits of equal length are compared as strings, not numbers;
@@ -42,14 +45,14 @@ local seen
 if exclusive then
   seen = redis.call('GET', X)
   local counter = seen and string.match(seen, '^(%d+)|%-$')
-  if counter then
+  if counter or (not seen and redis.call('EXISTS', base .. 'h', base .. 'q', base .. 't') == 0) then
     local t = redis.call('TIME')
     local us = t[1] .. string.sub('00000' .. t[2], -6)
     local token = us
-    if ARGV[5] ~= '1' or #counter > #us or (#counter == #us and counter >= us) then
+    if ARGV[5] ~= '1' or (counter and (#counter > #us or (#counter == #us and counter >= us))) then
       -- As token.lua's nextToken: above the counter, floored to the unit.
       local floor = tonumber(us) - tonumber(us) % tonumber(ARGV[5])
-      token = string.format('%d', math.max(tonumber(counter) + 1, floor))
+      token = string.format('%d', math.max(counter and tonumber(counter) + 1 or 0, floor))
     end
     redis.call('SET', X, ARGV[1] .. '|' .. ARGV[2] .. '|' .. token .. '|' .. ARGV[4] .. '|-|' .. string.sub(us, 1, -4) .. '|' .. (ARGV[7] or ''),
       'PX', ARGV[4] == '0' and ARGV[3] or ARGV[3] + ARGV[4])
