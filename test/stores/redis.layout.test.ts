@@ -107,6 +107,26 @@ describe('redis: the hold key', () => {
     // Nobody left: back to the fast path's flag.
     assert.match(String(await raw.get(`baton:{${name}}:x`)), /^\d+\|-$/)
   })
+
+  it('no hold key at all: a new name is granted at once, but not past a line or shared holds that outlived it', async () => {
+    // Never used: granted, with a token of the clock floor (µs).
+    const unused = fresh('missing/new')
+    const granted = await driver.acquire(request(unused, 'layouttest.n'))
+    assert.equal(granted.status, 'granted')
+    assert.ok(granted.status === 'granted' && granted.token > BigInt(Date.now() - 60_000) * 1000n)
+    // A fair line whose holder's hold expired (its key is gone, the line is not): a fair newcomer waits its turn.
+    const lined = fresh('missing/line')
+    assert.equal((await driver.acquire(request(lined, 'layouttest.h', { ttlMs: 200, fair: true }))).status, 'granted')
+    assert.equal((await driver.acquire(request(lined, 'layouttest.w', { fair: true, enqueue: true, queueTtlMs: 10_000 }))).status, 'busy')
+    while ((await raw.exists(`baton:{${lined}}:x`)) === 1) await new Promise((r) => setTimeout(r, 20))
+    assert.equal((await driver.acquire(request(lined, 'layouttest.late', { fair: true }))).status, 'busy')
+    // Readers hold; the hold key is gone (dropped here by hand): a writer is not let in beside them.
+    const shared = fresh('missing/shared')
+    const read = request(shared, 'layouttest.r', { kind: 'rwlock', mode: 'read' })
+    assert.equal((await driver.acquire(read)).status, 'granted')
+    await raw.del(`baton:{${shared}}:x`)
+    assert.equal((await driver.acquire(request(shared, 'layouttest.wr', { kind: 'rwlock', mode: 'write' }))).status, 'busy')
+  })
 })
 
 describe('redis: listing', () => {
