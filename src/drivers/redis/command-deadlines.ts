@@ -89,48 +89,20 @@ export class CommandDeadlines {
 
 /**
  * Tunes the command connection of one Redis: every command bounded by
- * `timeoutMs` with one CommandDeadlines (see there), and the commands sent
- * within one turn of the event loop after its first written together: the
- * first goes out at once (a lone command, the sequential case, is never
- * held back), the second corks the socket until the end of the turn, so 64
- * flows whose commands go out together cost two writes instead of 64, and
- * Redis reads them in one go. (Corking at the first command made a lone
- * command cost a writev and more system time.)
- *
- * The turn ends with setImmediate, after the poll phase, not with
- * process.nextTick: a server's requests arrive on many sockets, each in its
- * own I/O callback with the tick queue drained in between, so a nextTick
- * turn held one command and every command cost a write of its own. Measured
- * on `baton serve` over Redis, 64 connections, alternating in one run:
- * 1.6× the pairs/s, 0.61× the server's CPU and 0.63× redis-server's per
- * pair; one flow and 64 flows in one process unchanged (docs/hot-path.md).
- * ioredis' auto-pipelining batches too, with a Pipeline object per batch,
- * lone commands included.
+ * `timeoutMs` with one CommandDeadlines (see there). The commands of one
+ * event-loop turn were written together here (the socket corked until the
+ * turn's end); the driver's script calls now go as one EVALSHA per turn
+ * (ScriptBatch in ./scripts.ts), which leaves nothing for a cork to gather,
+ * so it was dropped with its timer per turn (docs/hot-path.md).
  */
 export function tuneCommandConnection(client: Redis, timeoutMs: number | undefined): void {
-  const deadlines = timeoutMs === undefined ? undefined : new CommandDeadlines(timeoutMs)
+  if (timeoutMs === undefined) return
+  const deadlines = new CommandDeadlines(timeoutMs)
   type Send = Redis['sendCommand']
   const send: Send = client.sendCommand
-  /** 0: no command yet this turn; 1: one sent; 2: the socket is corked until the turn ends. */
-  let turn = 0
-  let corked: Redis['stream'] | undefined
-  const endTurn = (): void => {
-    turn = 0
-    const socket = corked
-    corked = undefined
-    socket?.uncork()
-  }
   client.sendCommand = function (this: Redis, command, stream) {
-    deadlines?.track(command as unknown as InFlight)
-    if (turn === 0) {
-      turn = 1
-      setImmediate(endTurn)
-    } else if (turn === 1 && stream === undefined && this.status === 'ready' && this.stream?.writable) {
-      turn = 2
-      corked = this.stream
-      corked.cork()
-    }
+    deadlines.track(command as unknown as InFlight)
     return send.call(this, command, stream)
   } as Send
-  if (deadlines) client.once('end', () => deadlines.close())
+  client.once('end', () => deadlines.close())
 }

@@ -108,9 +108,8 @@ function tlsOptions(url: StoreUrl): ConnectionOptions {
 /**
  * A connection to one Redis (direct or through Sentinel). The command
  * connection bounds its commands with one timer (CommandDeadlines) instead
- * of ioredis' timer per command, and writes the commands of one event-loop
- * turn together (tuneCommandConnection); a subscriber sends few commands and
- * keeps ioredis' own timeout.
+ * of ioredis' timer per command (tuneCommandConnection); a subscriber sends
+ * few commands and keeps ioredis' own timeout.
  */
 function single(settings: RedisOptions, role?: Role): Redis {
   if (role !== undefined) return new Redis(forRole(settings, role))

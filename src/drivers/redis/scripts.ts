@@ -89,8 +89,8 @@ interface Queued {
  * The script calls of one event-loop turn, sent as one EVALSHA of batch.lua.
  * The first call of a turn goes out at once (a lone call, the sequential
  * case, is never held back); the calls after it in the same turn wait for
- * its end (setImmediate, after the poll phase, as the command connection's
- * corking: src/drivers/redis/command-deadlines.ts) and go together, in
+ * its end (setImmediate, after the poll phase, so that a server's requests,
+ * each in an I/O callback of its own, share one) and go together, in
  * order, so a client with many flows, or a lock server with many
  * connections, pays one script dispatch per turn instead of one per call,
  * in Redis and in ioredis. Each call keeps its own reply or error.
