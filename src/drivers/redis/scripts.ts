@@ -89,7 +89,7 @@ interface Queued {
  * The script calls of one event-loop turn, sent as one EVALSHA of batch.lua.
  * The first call of a turn goes out at once (a lone call, the sequential
  * case, is never held back); the calls after it in the same turn wait for
- * its end (setImmediate, after the poll phase, so that a server's requests,
+ * BATCH_LIMIT of them or the turn's end (setImmediate, after the poll phase, so that a server's requests,
  * each in an I/O callback of its own, share one) and go together, in
  * order, so a client with many flows, or a lock server with many
  * connections, pays one script dispatch per turn instead of one per call,
@@ -98,6 +98,16 @@ interface Queued {
  * sent before an earlier one); the driver's other commands (list's SCAN)
  * are reads that need no order with them.
  */
+/**
+ * A batch goes out as soon as it holds this many calls, not only at the
+ * turn's end: Redis then runs the first calls while the client is still
+ * making the next ones. One batch per turn (64 flows: 63 calls) left each
+ * side idle while the other worked, 66k pairs/s; 4: 76k, 8: 87k, 16: 95k,
+ * 32: 96k (64 flows on their own keys, raw 78k, one run each on a quiet
+ * machine). A batch of 16 keeps Redis ~60 µs at a time.
+ */
+const BATCH_LIMIT = 16
+
 class ScriptBatch {
   private queue: Queued[] = []
   private open = false
@@ -113,11 +123,18 @@ class ScriptBatch {
       setImmediate(this.flush)
       return this.sendOne(name, argv)
     }
-    return new Promise((resolve, reject) => this.queue.push({ name, argv, resolve, reject }))
+    return new Promise((resolve, reject) => {
+      this.queue.push({ name, argv, resolve, reject })
+      if (this.queue.length >= BATCH_LIMIT) this.send()
+    })
   }
 
   private readonly flush = (): void => {
     this.open = false
+    this.send()
+  }
+
+  private send(): void {
     const queue = this.queue
     if (queue.length === 0) return
     this.queue = []
