@@ -8,15 +8,14 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { connect, type Baton } from '../../src/index.js'
-import type { AcquireRequest, Driver } from '../../src/core/driver.js'
-import { parseStoreUrl } from '../../src/core/url.js'
-import { createRedisDriver } from '../../src/drivers/redis/index.js'
+import type { Driver } from '../../src/core/driver.js'
 import { startRedlock } from '../harness/redlock.js'
-import { startRedis, stopAll, type RedisServer } from '../harness/servers.js'
+import { attemptOf as request, driverOnRedis, type DriverOnRedis } from '../harness/redis-driver.js'
+import { stopAll } from '../harness/servers.js'
 
-let server: RedisServer
+let fixture: DriverOnRedis
 let raw: Redis
 let driver: Driver
 let baton: Baton
@@ -24,26 +23,15 @@ let counter = 0
 const fresh = (label: string): string => `layout/${label}/${++counter}`
 
 before(async () => {
-  server = await startRedis()
-  raw = new Redis(server.port, '127.0.0.1')
-  driver = await createRedisDriver(parseStoreUrl(server.url), {
-    clientId: 'layouttest', connectTimeoutMs: 5000, commandTimeoutMs: 5000, fenceTtlMs: 3_600_000,
-  })
-  baton = await connect(server.url)
+  fixture = await driverOnRedis('layouttest')
+  ;({ raw, driver } = fixture)
+  baton = await connect(fixture.server.url)
 })
 after(async () => {
-  await driver.close()
+  await fixture.close()
   await baton.close()
-  raw.disconnect()
   await stopAll()
 })
-
-function request(name: string, owner: string, more: Partial<AcquireRequest> = {}): AcquireRequest {
-  return {
-    name, kind: 'mutex', mode: 'exclusive', fair: false, permits: 1, lockDelayMs: 0,
-    owner, ttlMs: 10_000, enqueue: false, queueTtlMs: 0, retry: false, ...more,
-  }
-}
 
 describe('redis: description and since', () => {
   it('inspect shows the description and the grant / queue time of holders and waiters', async () => {
