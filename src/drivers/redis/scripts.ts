@@ -143,6 +143,7 @@ class ScriptBatch {
       this.sendOne(call.name, call.argv).then(call.resolve, call.reject)
       return
     }
+    let sent: Promise<unknown>
     // KEYS: each call's one key; ARGV: each call's name, argument count, arguments.
     const argv: (string | number)[] = [queue.length]
     for (const call of queue) argv.push(call.argv[0]!)
@@ -150,7 +151,13 @@ class ScriptBatch {
       argv.push(call.name, call.argv.length - 1)
       for (let i = 1; i < call.argv.length; i++) argv.push(call.argv[i]!)
     }
-    this.sendMany(argv).then((replies) => {
+    try {
+      sent = this.sendMany(argv)
+    } catch (error) {
+      // ioredis answers a closed connection with a rejected promise; anything thrown fails the calls, never strands them.
+      sent = Promise.reject(error)
+    }
+    sent.then((replies) => {
       const list = replies as unknown[]
       queue.forEach((call, i) => {
         const reply = list[i]
