@@ -193,8 +193,8 @@ export class Scripts {
   }
 
   /** Runs a script on its keys then arguments, given as one array (every script takes one key). */
-  runArgv(client: Client, name: ScriptName, argv: (string | number)[]): Promise<unknown> {
-    return this.batch ? this.batch.run(name, argv) : this.send(client, name, argv)
+  runArgv(client: Client, name: ScriptName, argv: (string | number)[], batched = true): Promise<unknown> {
+    return this.batch && batched ? this.batch.run(name, argv) : this.send(client, name, argv)
   }
 
   private send(client: Client, name: ScriptName, argv: readonly (string | number)[]): Promise<unknown> {

@@ -91,6 +91,7 @@ export class RedlockNode {
     // Tokens floored by whole milliseconds: the nodes draw equal tokens in
     // the common case, so no raise is needed (see the RedlockDriver comment).
     driver.tokenClockUnitUs = TOKEN_CLOCK_UNIT_US
+    driver.batchScripts = false
     this.driver = driver
     const connection = driver.connection
     connection.on('close', () => {

@@ -45,7 +45,9 @@ local seen
 if exclusive then
   seen = redis.call('GET', X)
   local counter = seen and string.match(seen, '^(%d+)|%-$')
-  if counter or (not seen and redis.call('EXISTS', base .. 'h', base .. 'q', base .. 't') == 0) then
+  -- Redlock nodes (a token clock unit other than 1) keep the slow path for
+  -- a missing key: see batchScripts in src/drivers/redis/index.ts.
+  if counter or (not seen and ARGV[5] == '1' and redis.call('EXISTS', base .. 'h', base .. 'q', base .. 't') == 0) then
     local t = redis.call('TIME')
     local us = t[1] .. string.sub('00000' .. t[2], -6)
     local token = us
