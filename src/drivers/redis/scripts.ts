@@ -86,19 +86,6 @@ interface Queued {
 }
 
 /**
- * The script calls of one event-loop turn, sent as one EVALSHA of batch.lua.
- * The first call of a turn goes out at once (a lone call, the sequential
- * case, is never held back); the calls after it in the same turn wait for
- * BATCH_LIMIT of them or the turn's end (setImmediate, after the poll phase, so that a server's requests,
- * each in an I/O callback of its own, share one) and go together, in
- * order, so a client with many flows, or a lock server with many
- * connections, pays one script dispatch per turn instead of one per call,
- * in Redis and in ioredis. Each call keeps its own reply or error.
- * Order on the connection is kept among script calls (a later call is never
- * sent before an earlier one); the driver's other commands (list's SCAN)
- * are reads that need no order with them.
- */
-/**
  * A batch goes out as soon as it holds this many calls, not only at the
  * turn's end: Redis then runs the first calls while the client is still
  * making the next ones. One batch per turn (64 flows: 63 calls) left each
@@ -107,6 +94,21 @@ interface Queued {
  * machine). A batch of 16 keeps Redis ~60 µs at a time.
  */
 const BATCH_LIMIT = 16
+
+/**
+ * The script calls of one event-loop turn, sent as one EVALSHA of batch.lua.
+ * The first call of a turn goes out at once (a lone call, the sequential
+ * case, is never held back); the calls after it in the same turn wait for
+ * BATCH_LIMIT of them or the turn's end (setImmediate, after the poll
+ * phase, so that a server's requests, each in an I/O callback of its own,
+ * share one) and go together, in
+ * order, so a client with many flows, or a lock server with many
+ * connections, pays one script dispatch per turn instead of one per call,
+ * in Redis and in ioredis. Each call keeps its own reply or error.
+ * Order on the connection is kept among script calls (a later call is never
+ * sent before an earlier one); the driver's other commands (list's SCAN)
+ * are reads that need no order with them.
+ */
 
 class ScriptBatch {
   private queue: Queued[] = []
