@@ -28,10 +28,13 @@ after(async () => {
   await stopAll()
 })
 
-/** Script runs Redis did so far, EVALSHA and EVAL (a connection's first run of a script) (INFO commandstats). */
+/**
+ * Script runs Redis did so far, EVALSHA and EVAL (after a NOSCRIPT: a script
+ * Redis did not have yet), without the failed ones (INFO commandstats).
+ */
 async function scriptCalls(): Promise<number> {
   const lines = (await raw.info('commandstats')).split('\n').filter((l) => /^cmdstat_(evalsha|eval):/.test(l))
-  return lines.reduce((sum, line) => sum + Number(/calls=(\d+)/.exec(line)?.[1] ?? 0), 0)
+  return lines.reduce((sum, line) => sum + Number(/calls=(\d+)/.exec(line)?.[1] ?? 0) - Number(/failed_calls=(\d+)/.exec(line)?.[1] ?? 0), 0)
 }
 
 describe('redis: the script calls of one turn', () => {
@@ -63,6 +66,29 @@ describe('redis: the script calls of one turn', () => {
     assert.equal(released, true)
     assert.equal(second.status, 'granted')
     assert.ok((second as { token: bigint }).token > (first as { token: bigint }).token, 'the later grant has the larger token')
+  })
+
+  it('after Redis lost its scripts (SCRIPT FLUSH), a lone call and a batch run once each, by EVAL, in order', async () => {
+    const name = fresh('flushed')
+    const first = await driver.acquire(request(name, 'batchtest.first'))
+    assert.equal(first.status, 'granted')
+    const hold = { ...request(name, 'batchtest.first'), token: (first as { token: bigint }).token }
+    await raw.script('FLUSH')
+    const evalsBefore = Number(/cmdstat_eval:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0)
+    // A lone call (NOSCRIPT, then its own script by EVAL), then a batch of two (NOSCRIPT, then batch.lua by EVAL).
+    const lone = await driver.inspect(fresh('other'))
+    assert.ok(!lone, 'nobody holds a fresh name')
+    const [, released, second] = await Promise.all([
+      driver.inspect(fresh('other')),
+      driver.release(hold),
+      driver.acquire(request(name, 'batchtest.second')),
+    ])
+    assert.equal(released, true)
+    assert.equal(second.status, 'granted', 'the release ran before the acquire')
+    const evals = Number(/cmdstat_eval:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0) - evalsBefore
+    // The lone inspect loaded its script again; the batch loaded batch.lua: two EVALs.
+    assert.equal(evals, 2)
+    assert.deepEqual((await driver.inspect(name))?.holders.map((h) => h.owner), ['batchtest.second'])
   })
 
   it('a call that fails fails alone: a name whose keys baton did not write, beside names that are fine', async () => {

@@ -339,7 +339,13 @@ export class RedisDriver implements Driver {
 
   private async runArgv(script: ScriptName, name: string, argv: (string | number)[]): Promise<unknown> {
     try {
-      return await this.scripts.runArgv(this.client, script, argv, this.batchScripts)
+      try {
+        return await this.scripts.runArgv(script, argv, this.batchScripts)
+      } catch (error) {
+        const again = this.scripts.recover(error, script, argv)
+        if (!again) throw error
+        return await again
+      }
     } catch (cause) {
       if (isForeign(cause)) {
         throw invalidArgument(

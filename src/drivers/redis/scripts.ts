@@ -1,15 +1,16 @@
 import { createHash } from 'node:crypto'
-import type { Cluster, Redis } from 'ioredis'
+import { Command, type Cluster, type Redis } from 'ioredis'
 import { luaSource, scriptPath } from './lua-source.js'
 
 export { scriptPath }
 
 /**
  * The Lua scripts of this driver, read from ./scripts/*.lua next to this file.
- * `--- @include "lib"` pulls in a shared file. Each script is registered on a
- * connection with ioredis' defineCommand (EVALSHA, then EVAL once on NOSCRIPT,
- * per connection) under a name carrying a hash of its source, so two baton
- * versions on one connection never run each other's scripts.
+ * `--- @include "lib"` pulls in a shared file. A script is called by its
+ * SHA1 (EVALSHA), so two baton versions on one Redis never run each
+ * other's scripts; a Redis that does not know it yet (first use, a
+ * restart, SCRIPT FLUSH, a failover) answers NOSCRIPT and gets it once by
+ * EVAL (Scripts.recover).
  */
 export interface ScriptSpec {
   readonly file: string
@@ -40,15 +41,16 @@ export function loadScript(file: string, seen: Set<string> = new Set()): string 
 }
 
 type Client = Redis | Cluster
-type Runner = (...args: (string | number)[]) => Promise<unknown>
 
 interface LoadedScript {
   readonly name: ScriptName
-  readonly command: string
+  readonly sha: string
   /** undefined: the caller passes the count first (batch.lua). */
   readonly numberOfKeys: number | undefined
   readonly lua: string
 }
+
+const sha1 = (lua: string): string => createHash('sha1').update(lua).digest('hex')
 
 let loaded: readonly LoadedScript[] | undefined
 let batchScript: LoadedScript | undefined
@@ -57,9 +59,8 @@ let batchScript: LoadedScript | undefined
 function loadBatch(scripts: readonly LoadedScript[]): LoadedScript {
   const bodies = scripts.map((script) => `RUN['${script.name}'] = function(KEYS, ARGV)\n${script.lua}\nend`).join('\n')
   const lua = loadScript('batch').replace(/^--- @scripts$/m, () => bodies)
-  const version = createHash('sha1').update(lua).digest('hex').slice(0, 10)
   // No fixed key count: the caller passes it (one key per call).
-  return { name: 'batch' as ScriptName, command: `baton_batch_${version}`, numberOfKeys: undefined, lua }
+  return { name: 'batch' as ScriptName, sha: sha1(lua), numberOfKeys: undefined, lua }
 }
 
 /**
@@ -70,8 +71,7 @@ function loadBatch(scripts: readonly LoadedScript[]): LoadedScript {
 export function loadScripts(): readonly LoadedScript[] {
   loaded ??= (Object.entries(SCRIPTS) as [ScriptName, ScriptSpec][]).map(([name, spec]) => {
     const lua = loadScript(spec.file)
-    const version = createHash('sha1').update(lua).digest('hex').slice(0, 10)
-    return { name, command: `baton_${name}_${version}`, numberOfKeys: spec.numberOfKeys, lua }
+    return { name, sha: sha1(lua), numberOfKeys: spec.numberOfKeys, lua }
   })
   batchScript ??= loadBatch(loaded)
   return loaded
@@ -124,6 +124,7 @@ class ScriptBatch {
   constructor(
     private readonly sendOne: (name: ScriptName, argv: readonly (string | number)[]) => Promise<unknown>,
     private readonly sendMany: (argv: (string | number)[]) => Promise<unknown>,
+    private readonly evalMany: (argv: (string | number)[]) => Promise<unknown>,
   ) {}
 
   run(name: ScriptName, argv: readonly (string | number)[]): Promise<unknown> {
@@ -166,48 +167,93 @@ class ScriptBatch {
       // ioredis answers a closed connection with a rejected promise; anything thrown fails the calls, never strands them.
       sent = Promise.reject(error)
     }
-    sent.then((replies) => {
+    const answer = (replies: unknown): void => {
       const list = replies as unknown[]
       queue.forEach((call, i) => {
         const reply = list[i]
         if (reply instanceof Error) call.reject(reply)
         else call.resolve(reply)
       })
-    }, (error: unknown) => {
+    }
+    const fail = (error: unknown): void => {
       for (const call of queue) call.reject(error)
-    })
+    }
+    // NOSCRIPT: Redis ran none of the calls; the whole batch again, by EVAL.
+    sent.then(answer, (error: unknown) => (isNoScript(error) ? this.evalMany(argv).then(answer, fail) : fail(error)))
   }
 }
 
+/** Redis does not have the script (yet, or any more): it ran nothing. */
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT')
+}
+
+/** Every script call's options: replies as strings. One object for all (ioredis only reads it). */
+const COMMAND_OPTIONS = { replyEncoding: 'utf8' } as const
+
+/**
+ * Sends the scripts as plain EVALSHA commands, not through ioredis'
+ * defineCommand: that path makes a Command subclass per script (ioredis'
+ * Command constructor, shared by all, then sees a dozen classes and goes
+ * megamorphic), and adds per call a closure, a spread copy of the
+ * arguments and a promise for its NOSCRIPT fallback. Measured on a Redlock
+ * client over 3 nodes (6 script calls a pair): ioredis' own CPU 18 µs a
+ * pair against 3 for node-redlock's plain EVALSHAs (docs/hot-path.md).
+ * The NOSCRIPT fallback is the caller's: RedisDriver catches every script
+ * error anyway, and calls recover() for this one.
+ */
 export class Scripts {
-  private readonly commands = new Map<ScriptName, string>()
+  private readonly byName = new Map<ScriptName, LoadedScript>()
   /** Batches a turn's calls on one Redis; none on a Cluster, whose calls of one turn go to many slots and nodes. */
   private readonly batch: ScriptBatch | undefined
 
-  constructor(client: Client) {
-    for (const script of loadScripts()) {
-      client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua })
-      this.commands.set(script.name, script.command)
-    }
-    if (!('nodes' in client)) {
-      const batch = batchScript!
-      client.defineCommand(batch.command, { lua: batch.lua })
-      const many = (client as unknown as Record<string, Runner>)[batch.command]!
-      this.batch = new ScriptBatch((name, argv) => this.send(client, name, argv), (argv) => many.apply(client, argv))
-    }
-  }
+  /**
+   * The scripts sent by EVAL on this connection (one Redis): each goes as
+   * EVAL the first time, as ioredis' defineCommand does, so a fresh Redis
+   * never answers NOSCRIPT to a lone call while the batch after it runs
+   * (the two would then run out of order: see ScriptBatch). Cleared when
+   * the connection closes (the next Redis may be another, or restarted).
+   * A Cluster has many connections: there every call is EVALSHA first.
+   */
+  private readonly sentWhole: Set<string> | undefined
 
-  run(client: Client, name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    return this.runArgv(client, name, [...keys, ...args])
+  constructor(private readonly client: Client) {
+    for (const script of loadScripts()) this.byName.set(script.name, script)
+    if (!('nodes' in client)) {
+      const sentWhole = new Set<string>()
+      client.on('close', () => sentWhole.clear())
+      this.sentWhole = sentWhole
+      const batch = batchScript!
+      this.batch = new ScriptBatch(
+        (name, argv) => this.send(this.byName.get(name)!, argv),
+        (argv) => this.send(batch, argv),
+        (argv) => this.send(batch, argv, 'eval'),
+      )
+    }
   }
 
   /** Runs a script on its keys then arguments, given as one array (every script takes one key). */
-  runArgv(client: Client, name: ScriptName, argv: (string | number)[], batched = true): Promise<unknown> {
-    return this.batch && batched ? this.batch.run(name, argv) : this.send(client, name, argv)
+  runArgv(name: ScriptName, argv: readonly (string | number)[], batched = true): Promise<unknown> {
+    return this.batch && batched ? this.batch.run(name, argv) : this.send(this.byName.get(name)!, argv)
   }
 
-  private send(client: Client, name: ScriptName, argv: readonly (string | number)[]): Promise<unknown> {
-    const runner = (client as unknown as Record<string, Runner>)[this.commands.get(name)!]!
-    return runner.apply(client, argv as (string | number)[])
+  /**
+   * After a NOSCRIPT answer (`error`): the same call again by EVAL, which
+   * also puts the script back in Redis' cache; for any other error, undefined.
+   * A batched call is sent alone (its own script, not the batch).
+   */
+  recover(error: unknown, name: ScriptName, argv: readonly (string | number)[]): Promise<unknown> | undefined {
+    return isNoScript(error) ? this.send(this.byName.get(name)!, argv, 'eval') : undefined
+  }
+
+  private send(script: LoadedScript, argv: readonly (string | number)[], how: 'evalsha' | 'eval' = 'evalsha'): Promise<unknown> {
+    if (this.sentWhole && !this.sentWhole.has(script.sha)) {
+      this.sentWhole.add(script.sha)
+      how = 'eval'
+    }
+    const body = how === 'evalsha' ? script.sha : script.lua
+    // ioredis flattens the arguments one level: argv is copied once, there.
+    const args = script.numberOfKeys === undefined ? [body, argv] : [body, script.numberOfKeys, argv]
+    return this.client.sendCommand(new Command(how, args as (string | number)[], COMMAND_OPTIONS)) as Promise<unknown>
   }
 }
