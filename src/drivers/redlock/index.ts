@@ -425,7 +425,7 @@ export class RedlockDriver implements Driver {
     const state = this.holds.get(hold.owner)
     this.holds.delete(hold.owner)
     const inLine = this.spots.delete(hold.owner)
-    const released = await this.releaseEverywhere(asSent(hold, state), state, true, inLine, true)
+    const released = await this.releaseEverywhere(asSent(hold, state), state, true, inLine)
     return released
   }
 
@@ -493,7 +493,7 @@ export class RedlockDriver implements Driver {
    * scripts' short path (a release by owner runs the whole script).
    */
   private async releaseEverywhere(
-    spec: LockSpec & { readonly owner: string }, state: HoldState | undefined, wake: boolean, leave: boolean, early = false,
+    spec: LockSpec & { readonly owner: string }, state: HoldState | undefined, wake: boolean, leave: boolean,
   ): Promise<boolean> {
     const lineNode = this.lineNode()
     const bare = withoutToken(spec)
@@ -515,19 +515,11 @@ export class RedlockDriver implements Driver {
         return done
       }
     })
-    // A release (`early`) is done once a majority ended the hold: all a next
-    // holder needs, and the slowest of the nodes no longer sets its latency
-    // (as node-redlock). The rest are already sent: whatever this client
-    // sends a node next (an inspect, its next acquire) runs there after the
-    // release, on the same connection. Giving back a lost attempt waits for
-    // every node (or the vote timeout), so its busy answer is never ahead of
-    // the give-back. A down node answers at once.
-    const released = (partial: readonly (Answer<boolean> | undefined)[]): boolean => {
-      let yes = 0
-      for (const a of partial) if (a?.kind === 'answered' && a.value) yes += 1
-      return yes >= this.majority
-    }
-    const answers = await gather(calls, this.settings.timeoutMs, early ? (partial) => released(partial) || answeredAll(partial) : answeredAll)
+    // Done once every node answered (or the vote timeout passed): a majority
+    // is all a next holder needs, but a caller that inspects right after its
+    // release must not find a slower node still holding (a vote that came
+    // late is released there by owner), and a down node answers at once.
+    const answers = await gather(calls, this.settings.timeoutMs, answeredAll)
     return answers.some((a) => a.kind === 'answered' && a.value)
   }
 
