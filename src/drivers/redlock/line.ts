@@ -8,6 +8,11 @@ export interface LineSpot {
   /** The line node told it to try again since its last attempt. */
   woken: boolean
   readonly node: number
+  /**
+   * Attempts in a row that found the name free on the line node but not on
+   * a majority (RedlockDriver.busy): each waits longer before the next.
+   */
+  stalls?: number
 }
 
 export interface LinePlace {
