@@ -62,9 +62,12 @@ export class RedisDriver implements Driver {
   /**
    * Script calls of one turn go as one EVALSHA (ScriptBatch). The Redlock
    * driver turns it off on its nodes: a Redlock attempt sends one call per
-   * node, so there is nothing to batch for one flow, and its conformance
-   * test of a holder dying before 20 waiters counted a herd of attempts once
-   * under CPU load with it on (not understood yet; docs/hot-path.md).
+   * node, so there is nothing to batch for one flow. It was turned off when
+   * a conformance test (a holder dying before 20 waiters) counted a herd of
+   * attempts under CPU load with it on; the cause was found later in the
+   * Redlock driver (a head retrying at once for a holder granted without
+   * the line node; docs/hot-path.md) and fixed there, and the same spin
+   * showed with batching off. Left off: it gives a Redlock flow nothing.
    */
   batchScripts = true
 

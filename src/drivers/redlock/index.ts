@@ -14,14 +14,6 @@ import { RedlockNode } from './node.js'
 import { parseRedlockUrl, type RedlockSettings } from './settings.js'
 
 /**
- * How much later than on the line node a dying holder's keys may expire on
- * the other nodes (each node set them when it granted; a loaded machine
- * delays a node by tens of ms): a head told to wait no longer than this
- * waits for it (RedlockDriver.busy).
- */
-const EXPIRY_SKEW_MS = 250
-
-/**
  * Redlock over N independent Redis masters. Each node runs the single-node
  * Redis driver (its scripts and connection code, src/drivers/redis/); this
  * driver sends every operation to all nodes at once and counts the votes.
@@ -345,10 +337,12 @@ export class RedlockDriver implements Driver {
       // barger may have split the vote. Retrying at once spun a head through
       // hundreds of attempts under load (the conformance herd test); waiting
       // for what those nodes said made a busy line crawl (a release on its
-      // way reads as the whole remaining ttl). So: what they said when it is
-      // short (an expiry skew), else at once the first time (a release on
-      // its way lands within a round trip), then no more than 1, 2, 4 … ms
-      // after as many such attempts in a row. A holder granted without the
+      // way reads as the whole remaining ttl). So: at once the first time (a
+      // release on its way lands within a round trip), then after 1, 2, 4 …
+      // ms for as many such attempts in a row, never later than the nodes
+      // said. (Trusting a short report, ≤ 250 ms, as an expiry skew made a
+      // hand-over wait out a short-ttl releasing holder's lease, and did
+      // not lower the count under load.) A holder granted without the
       // line node (its vote there came late) looks like this for its whole
       // lease: it was a spin of hundreds of attempts, now ~log2(lease ms);
       // its release still wakes the head on the line node.
@@ -356,7 +350,7 @@ export class RedlockDriver implements Driver {
       const lacking = Math.max(1, this.majority - granted)
       const stalls = spot ? (spot.stalls = (spot.stalls ?? 0) + 1) : 1
       const hint = hints.length === 0 ? 0 : hints[Math.min(hints.length, lacking) - 1]!
-      retryAfterMs = hint <= EXPIRY_SKEW_MS ? hint : Math.min(hint, stalls === 1 ? 0 : 2 ** Math.min(stalls - 2, 10))
+      retryAfterMs = Math.min(hint, stalls === 1 ? 0 : 2 ** Math.min(stalls - 2, 10))
     } else if (!place && request.enqueue) {
       // No line to wait in (the line node is unreachable): back off by a random delay.
       retryAfterMs = Math.min(retryAfterMs, 10 + Math.random() * 40)
