@@ -10,8 +10,11 @@ import { after, before, describe, it } from 'node:test'
 import type { Redis } from 'ioredis'
 import type { Driver } from '../../src/core/driver.js'
 import { BatonError } from '../../src/core/errors.js'
+import { parseStoreUrl } from '../../src/core/url.js'
+import { createRedisDriver } from '../../src/drivers/redis/index.js'
+import { startProxy } from '../harness/proxy.js'
 import { attemptOf as request, driverOnRedis, type DriverOnRedis } from '../harness/redis-driver.js'
-import { stopAll } from '../harness/servers.js'
+import { startRedis, stopAll } from '../harness/servers.js'
 
 let fixture: DriverOnRedis
 let raw: Redis
@@ -89,6 +92,65 @@ describe('redis: the script calls of one turn', () => {
     // The lone inspect loaded its script again; the batch loaded batch.lua: two EVALs.
     assert.equal(evals, 2)
     assert.deepEqual((await driver.inspect(name))?.holders.map((h) => h.owner), ['batchtest.second'])
+  })
+
+  it('after SCRIPT FLUSH, a release then an acquire by the same owner in one turn: the acquire waits for the release', async () => {
+    // Redis runs the release (answered NOSCRIPT, sent again) after the acquire
+    // unless the acquire waits: the owner would get its own hold back, which
+    // the release then ends (a lease on a free name).
+    // A client that has sent only lone calls: batch.lua is not on its connection yet.
+    const own = await createRedisDriver(parseStoreUrl(fixture.server.url), {
+      clientId: 'batchowner', connectTimeoutMs: 5000, commandTimeoutMs: 5000, fenceTtlMs: 3_600_000,
+    })
+    try {
+      const warm = await own.acquire(request(fresh('warm'), 'batchowner.warm'))
+      await own.release({ ...request(fresh('warm'), 'batchowner.warm'), token: (warm as { token: bigint }).token })
+      const name = fresh('same-owner')
+      const first = await own.acquire(request(name, 'batchowner.job'))
+      assert.equal(first.status, 'granted')
+      await raw.script('FLUSH')
+      const [released, again] = await Promise.all([
+        own.release({ ...request(name, 'batchowner.job'), token: (first as { token: bigint }).token }),
+        own.acquire(request(name, 'batchowner.job')),
+        own.acquire(request(fresh('other'), 'batchowner.other')),
+      ])
+      assert.equal(released, true)
+      assert.equal(again.status, 'granted')
+      assert.ok((again as { token: bigint }).token > (first as { token: bigint }).token, 'a new grant, not the released hold')
+      assert.deepEqual((await own.inspect(name))?.holders.map((h) => h.owner), ['batchowner.job'])
+      assert.equal((await own.acquire(request(name, 'batchowner.intruder'))).status, 'busy')
+    } finally {
+      await own.close()
+    }
+  })
+
+  it('a release sent again after a reconnect to a restarted Redis (data kept, scripts lost) runs before an acquire made after it', async () => {
+    const server = await startRedis({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] })
+    const proxy = await startProxy(server.port)
+    const own = await createRedisDriver(parseStoreUrl(`redis://127.0.0.1:${proxy.port}`), {
+      clientId: 'batchrestart', connectTimeoutMs: 5000, commandTimeoutMs: 5000, fenceTtlMs: 3_600_000,
+    })
+    try {
+      const name = fresh('restart')
+      const first = await own.acquire(request(name, 'batchrestart.first'))
+      assert.equal(first.status, 'granted')
+      proxy.pause()
+      const releasing = own.release({ ...request(name, 'batchrestart.first'), token: (first as { token: bigint }).token })
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      await server.restart() // AOF: the hold survives; the script cache does not
+      proxy.dropConnections() // the release never reached the old server: ioredis sends it again
+      proxy.resume()
+      // Made after the release, while the driver reconnects.
+      const connection = (own as unknown as { connection: { status: string } }).connection
+      for (let i = 0; i < 100 && connection.status === 'ready'; i++) await new Promise((resolve) => setTimeout(resolve, 1))
+      const second = await own.acquire(request(name, 'batchrestart.second'))
+      assert.equal(await releasing, true)
+      assert.equal(second.status, 'granted', 'the release ran first')
+      assert.deepEqual((await own.inspect(name))?.holders.map((h) => h.owner), ['batchrestart.second'])
+    } finally {
+      await own.close()
+      await proxy.close()
+    }
   })
 
   it('a call that fails fails alone: a name whose keys baton did not write, beside names that are fine', async () => {

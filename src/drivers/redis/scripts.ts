@@ -107,14 +107,18 @@ const BATCH_LIMIT = 16
  * in Redis and in ioredis. Each call keeps its own reply or error.
  * Order on the connection is kept among script calls (a later call is never
  * sent before an earlier one); the driver's other commands (list's SCAN)
- * are reads that need no order with them. One exception, found by a hostile
- * review: after Redis lost its scripts (SCRIPT FLUSH, a restart or a
- * failover) and another client's batch loaded batch.lua again, a turn's
- * first call can be answered NOSCRIPT while the batch sent after it runs;
- * ioredis sends the first again only on that answer, so it runs second. It
- * costs a wrong "busy" (a release then an acquire of one name in one turn),
- * never two holders. Sending every call through batch.lua would close it,
- * at ~2 µs of Redis time per call (measured; docs/hot-path.md).
+ * are reads that need no order with them. One exception, found by hostile
+ * reviews: after SCRIPT FLUSH on a live connection, a call answered
+ * NOSCRIPT runs again only after the calls sent behind it that Redis could
+ * run (a batch written whole, as EVAL, the first time on this connection,
+ * or a script another client loaded again). A restart or a failover is not
+ * this case: a new connection carries each script whole again
+ * (ScriptCommand), also the calls ioredis sends again. For the same owner
+ * and name it would be unsafe (an acquire taking back the owner's own hold
+ * that a release sent before it then ends), so RedisDriver holds such an
+ * acquire until the release is answered; for other owners it costs a wrong
+ * "busy". Sending every call through batch.lua would close it, at ~2 µs
+ * of Redis time per call (measured; docs/hot-path.md).
  */
 
 class ScriptBatch {
@@ -198,6 +202,37 @@ function isNoScript(error: unknown): boolean {
 /** Every script call's options: replies as strings. One object for all (ioredis only reads it). */
 const COMMAND_OPTIONS = { replyEncoding: 'utf8' } as const
 
+/** The scripts each socket has carried whole (EVAL), so Redis behind it has them. */
+const scriptsOnSocket = new WeakMap<object, Set<string>>()
+
+/**
+ * A script call: EVALSHA, written as EVAL the first time it goes down a
+ * socket (as ioredis' defineCommand does). Decided when it is written, not
+ * when it is made: a call ioredis sends again on a new connection (after a
+ * reconnect, maybe to a restarted Redis without its scripts) is written
+ * whole there too, so it runs in its place, not after a NOSCRIPT answer
+ * and behind the calls made after it. One class for every script, so
+ * ioredis' Command code stays monomorphic enough to be fast.
+ */
+class ScriptCommand extends Command {
+  constructor(private readonly script: LoadedScript, how: 'evalsha' | 'eval', args: (string | number)[]) {
+    super(how, args, COMMAND_OPTIONS)
+  }
+
+  override toWritable(socket: object): string | Buffer {
+    let sent = scriptsOnSocket.get(socket)
+    if (!sent) scriptsOnSocket.set(socket, (sent = new Set()))
+    if (!sent.has(this.script.sha)) {
+      sent.add(this.script.sha)
+      if (this.name === 'evalsha') {
+        this.name = 'eval'
+        this.args[0] = this.script.lua
+      }
+    }
+    return super.toWritable(socket)
+  }
+}
+
 /**
  * Sends the scripts as plain EVALSHA commands, not through ioredis'
  * defineCommand: that path makes a Command subclass per script (ioredis'
@@ -214,22 +249,9 @@ export class Scripts {
   /** Batches a turn's calls on one Redis; none on a Cluster, whose calls of one turn go to many slots and nodes. */
   private readonly batch: ScriptBatch | undefined
 
-  /**
-   * The scripts sent by EVAL on this connection (one Redis): each goes as
-   * EVAL the first time, as ioredis' defineCommand does, so a fresh Redis
-   * never answers NOSCRIPT to a lone call while the batch after it runs
-   * (the two would then run out of order: see ScriptBatch). Cleared when
-   * the connection closes (the next Redis may be another, or restarted).
-   * A Cluster has many connections: there every call is EVALSHA first.
-   */
-  private readonly sentWhole: Set<string> | undefined
-
   constructor(private readonly client: Client) {
     for (const script of loadScripts()) this.byName.set(script.name, script)
     if (!('nodes' in client)) {
-      const sentWhole = new Set<string>()
-      client.on('close', () => sentWhole.clear())
-      this.sentWhole = sentWhole
       const batch = batchScript!
       this.batch = new ScriptBatch(
         (name, argv) => this.send(this.byName.get(name)!, argv),
@@ -255,13 +277,9 @@ export class Scripts {
   }
 
   private send(script: LoadedScript, argv: readonly (string | number)[], how: 'evalsha' | 'eval' = 'evalsha'): Promise<unknown> {
-    if (this.sentWhole && !this.sentWhole.has(script.sha)) {
-      this.sentWhole.add(script.sha)
-      how = 'eval'
-    }
     const body = how === 'evalsha' ? script.sha : script.lua
     // ioredis flattens the arguments one level: argv is copied once, there.
     const args = script.numberOfKeys === undefined ? [body, argv] : [body, script.numberOfKeys, argv]
-    return this.client.sendCommand(new Command(how, args as (string | number)[], COMMAND_OPTIONS)) as Promise<unknown>
+    return this.client.sendCommand(new ScriptCommand(script, how, args as (string | number)[])) as Promise<unknown>
   }
 }

@@ -586,6 +586,8 @@ export class RedlockDriver implements Driver {
       const spot = this.spots.get(owner)
       if (spot) {
         spot.woken = true
+        // Woken (a release, a give-back): the next stall is the first again.
+        spot.stalls = 0
         spot.rank = 0
       }
       route.onWake(wake)
