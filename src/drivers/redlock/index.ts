@@ -130,6 +130,8 @@ interface HoldState {
    * made of it, so a node whose downgrade was late or lost is ended too.
    */
   downgraded?: boolean
+  /** Released by its owner: every node is sent its release, a late grant included (release()). */
+  released?: boolean
 }
 
 export class RedlockDriver implements Driver {
@@ -213,8 +215,13 @@ export class RedlockDriver implements Driver {
         // joins the hold when its token is not above the lease's, and is
         // given back at once otherwise, so every node's hold of this lease
         // carries a token ≤ the lease's and inspect() reads the lease's
-        // token as their highest.
-        if (state.token !== undefined && result.token > state.token) driver.release({ ...withoutToken(request), token: result.token }).catch(() => {})
+        // token as their highest. It is given back too when the lease is
+        // no longer held (lost to a forced release or another client's
+        // release, which reached this node before the grant did): else the
+        // node keeps it for the whole ttl, and inspect and forceRelease see a
+        // hold nobody has.
+        const gone = state.token !== undefined && !state.released && this.holds.get(request.owner) !== state
+        if (state.token !== undefined && (gone || result.token > state.token)) driver.release({ ...withoutToken(request), token: result.token }).catch(() => {})
         else state.tokens[i] = result.token
         return result
       }, (error: unknown) => {
@@ -444,6 +451,7 @@ export class RedlockDriver implements Driver {
 
   async release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
     const state = this.holds.get(hold.owner)
+    if (state) state.released = true
     this.holds.delete(hold.owner)
     const inLine = this.spots.delete(hold.owner)
     const released = await this.releaseEverywhere(asSent(hold, state), state, true, inLine)
