@@ -56,31 +56,109 @@ export async function advanceFence(cell: FenceCell, resource: string, token: big
   throw new BatonError('BACKEND_UNAVAILABLE', `the fence of "${resource}" kept changing under ${MAX_ROUNDS} compare-and-set rounds`, { lockName: resource })
 }
 
+export interface MemoryFenceOptions {
+  /**
+   * The most names whose highest token is kept one by one (default: no
+   * bound). Past it, the name used least recently is forgotten, its highest
+   * token kept in a floor shared with other names (see MemoryFence).
+   */
+  maxResources?: number
+}
+
+/** Floors shared by forgotten names: a fixed number, so memory stays bounded whatever names arrive. */
+const FLOOR_BUCKETS = 1024
+
 /**
  * A FenceCell in this process's memory: for a resource that lives in this
  * process (an in-memory cache, a file this process alone writes), and for tests.
  * Its compare-and-set is synchronous, so check and write in the same tick are atomic.
+ *
+ * Bounded by `maxResources`, it forgets the name used least recently, but
+ * never what that name's highest token was: forgetting it would let a stale
+ * token of that name through. The forgotten token raises the floor of the
+ * name's bucket (one of 1024, by a hash of the name), and a name not kept
+ * one by one counts the floor of its bucket as its highest. So a stale token
+ * is still refused; the price is that a token below its bucket's floor is
+ * refused too (409), for a name seen for the first time as well, until its
+ * tokens pass the floor. baton's tokens grow with time or with the store's
+ * revision, so that is rare; size `maxResources` above the number of names
+ * in use at once, and `evictions` tells whether it was reached.
  */
 export class MemoryFence implements FenceCell {
   private readonly highest = new Map<string, bigint>()
+  private readonly floors = new Map<number, bigint>()
+  private readonly maxResources: number
+  /** How many names were forgotten (their tokens raised a floor). */
+  evictions = 0
+
+  constructor(options: MemoryFenceOptions = {}) {
+    const max = options.maxResources ?? Infinity
+    if (max !== Infinity && (!Number.isSafeInteger(max) || max < 1)) {
+      throw invalidArgument(`maxResources is a whole number of at least 1, got ${String(max)}`)
+    }
+    this.maxResources = max
+  }
+
+  /** How many names are kept one by one. */
+  get size(): number {
+    return this.highest.size
+  }
 
   async read(resource: string): Promise<bigint | undefined> {
-    return this.highest.get(resource)
+    return this.highestOf(resource)
   }
 
   async compareAndSet(resource: string, expected: bigint | undefined, next: bigint): Promise<boolean> {
-    if (this.highest.get(resource) !== expected) return false
-    this.highest.set(resource, next)
+    if (this.highestOf(resource) !== expected) return false
+    this.remember(resource, next)
     return true
   }
 
   /** The same decision as `advanceFence`, made synchronously. */
   decide(resource: string, token: bigint): FenceVerdict {
-    const highest = this.highest.get(resource)
-    if (highest !== undefined && token < highest) return { accepted: false, highest }
-    this.highest.set(resource, token)
+    const highest = this.highestOf(resource)
+    if (highest !== undefined && token < highest) {
+      this.touch(resource)
+      return { accepted: false, highest }
+    }
+    this.remember(resource, token)
     return { accepted: true, highest: token }
   }
+
+  private highestOf(resource: string): bigint | undefined {
+    return this.highest.get(resource) ?? this.floors.get(bucketOf(resource))
+  }
+
+  /** Marks a kept name as used now (a Map iterates in insertion order: the first is the least recent). */
+  private touch(resource: string): void {
+    const kept = this.highest.get(resource)
+    if (kept === undefined) return
+    this.highest.delete(resource)
+    this.highest.set(resource, kept)
+  }
+
+  private remember(resource: string, token: bigint): void {
+    this.highest.delete(resource)
+    this.highest.set(resource, token)
+    while (this.highest.size > this.maxResources) {
+      const [oldest, itsHighest] = this.highest.entries().next().value as [string, bigint]
+      this.highest.delete(oldest)
+      const bucket = bucketOf(oldest)
+      const floor = this.floors.get(bucket)
+      if (floor === undefined || itsHighest > floor) this.floors.set(bucket, itsHighest)
+      this.evictions++
+    }
+  }
+}
+
+/** FNV-1a over the name's UTF-16 code units: which floor a forgotten name shares. */
+function bucketOf(resource: string): number {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < resource.length; i++) {
+    hash ^= resource.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193)
+  }
+  return (hash >>> 0) % FLOOR_BUCKETS
 }
 
 /** The error a fenced resource answers a stale token with. */

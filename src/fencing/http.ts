@@ -10,25 +10,55 @@
  * (PostgresFence, RedisFence) — the header is still how the token travels.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { BatonError, isBatonError } from '../core/errors.js'
+import { BatonError, invalidArgument, isBatonError } from '../core/errors.js'
 import { MemoryFence, checkResource, parseFencingToken, staleToken } from './fence.js'
 
 /** Request header carrying the holder's fencing token (decimal). */
 export const FENCING_TOKEN_HEADER = 'baton-fencing-token'
-/** Request header naming the lock (the fenced resource). */
+/** Request header naming the lock (the fenced resource), percent-encoded: see encodeLockHeader. */
 export const FENCING_LOCK_HEADER = 'baton-lock'
+
+/** How many names an HttpFence keeps one by one unless told (see MemoryFence's maxResources). */
+export const DEFAULT_MAX_FENCED_NAMES = 10_000
+
+/**
+ * The lock name as a header value. A header carries only visible ASCII and
+ * loses leading and trailing spaces, and a lock name may be `報告/daily` or
+ * end in a space: so every UTF-8 byte of the name outside A-Z a-z 0-9
+ * `-_.!~*'()` and `/` `:` is written %XX (encodeURIComponent, with `/` and
+ * `:` left as they are, for legible headers). A name of plain visible ASCII
+ * without `%` or spaces is sent as it is, as before this encoding existed.
+ */
+export function encodeLockHeader(name: string): string {
+  try {
+    return encodeURIComponent(name).replace(/%2F/g, '/').replace(/%3A/g, ':')
+  } catch {
+    throw invalidArgument(`a lock name must be well-formed Unicode (it has a lone surrogate): ${JSON.stringify(name.slice(0, 64))}`)
+  }
+}
+
+/** The lock name of a Baton-Lock header (the guard's side of encodeLockHeader). */
+export function decodeLockHeader(value: string): string {
+  try {
+    return decodeURIComponent(value)
+  } catch {
+    throw invalidArgument(`${FENCING_LOCK_HEADER} is the lock name percent-encoded as UTF-8 (fencingHeaders(lease) does it), got ${JSON.stringify(value.slice(0, 64))}`)
+  }
+}
 
 /** The headers a lock holder sends with each write to a fenced HTTP service. */
 export function fencingHeaders(lease: { readonly name: string; readonly token: bigint }): Record<string, string> {
-  return { 'Baton-Lock': lease.name, 'Baton-Fencing-Token': lease.token.toString() }
+  return { 'Baton-Lock': encodeLockHeader(lease.name), 'Baton-Fencing-Token': lease.token.toString() }
 }
 
 export interface HttpFenceOptions {
-  /** Where the highest tokens live. Default: a new MemoryFence of this guard. */
+  /** Where the highest tokens live. Default: a new MemoryFence of this guard, keeping `maxResources` names. */
   fence?: MemoryFence
+  /** The default fence's bound on names kept one by one (default 10,000); see MemoryFence. */
+  maxResources?: number
   /** Refuse requests without the headers (428). Default true; false lets them through unfenced. */
   required?: boolean
-  /** The resource a request writes. Default: its Baton-Lock header. */
+  /** The resource a request writes. Default: its Baton-Lock header, decoded. */
   resource?: (request: IncomingMessage) => string | undefined
 }
 
@@ -47,9 +77,12 @@ export class HttpFence {
   private readonly turns = new Map<string, Promise<void>>()
 
   constructor(options: HttpFenceOptions = {}) {
-    this.fence = options.fence ?? new MemoryFence()
+    this.fence = options.fence ?? new MemoryFence({ maxResources: options.maxResources ?? DEFAULT_MAX_FENCED_NAMES })
     this.required = options.required ?? true
-    this.resourceOf = options.resource ?? ((request) => header(request, FENCING_LOCK_HEADER))
+    this.resourceOf = options.resource ?? ((request) => {
+      const value = header(request, FENCING_LOCK_HEADER)
+      return value === undefined ? undefined : decodeLockHeader(value)
+    })
   }
 
   /**
@@ -57,10 +90,11 @@ export class HttpFence {
    * over (the adapters below do it when the response ends).
    */
   async admit(request: IncomingMessage): Promise<Admission> {
-    const rawToken = header(request, FENCING_TOKEN_HEADER)
+    let rawToken: string | undefined
     let resource: string | undefined
     let token: bigint
     try {
+      rawToken = header(request, FENCING_TOKEN_HEADER)
       resource = this.resourceOf(request)
       if (rawToken === undefined || resource === undefined) {
         if (!this.required) return { ok: true, done: () => {} }
@@ -144,9 +178,17 @@ export class HttpFence {
   }
 }
 
+/**
+ * One header's value; INVALID_ARGUMENT (400) when it was sent more than once:
+ * node joins repeated headers with ", ", and two lock names or two tokens
+ * leave the guard no way to tell which one the holder meant.
+ */
 function header(request: IncomingMessage, name: string): string | undefined {
-  const value = request.headers[name]
-  return Array.isArray(value) ? value[0] : value
+  const distinct = (request as { headersDistinct?: Record<string, string[] | undefined> }).headersDistinct?.[name]
+  const raw = request.headers[name]
+  const values = distinct ?? (raw === undefined ? [] : Array.isArray(raw) ? raw : [raw])
+  if (values.length > 1) throw invalidArgument(`${name} was sent ${values.length} times: send it once`)
+  return values[0]
 }
 
 type Refusal = Extract<Admission, { ok: false }>

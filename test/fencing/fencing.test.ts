@@ -15,8 +15,9 @@ import pg from 'pg'
 import { Redis } from 'ioredis'
 import { connect, isBatonError, type Baton } from '../../src/index.js'
 import {
-  advanceFence, fenceKeyOf, fencingHeaders, HttpFence, MemoryFence, parseFencingToken, PostgresFence, RedisFence,
+  advanceFence, decodeLockHeader, encodeLockHeader, fenceKeyOf, fencingHeaders, HttpFence, MemoryFence, parseFencingToken, PostgresFence, RedisFence,
 } from '../../src/fencing/index.js'
+import { connect as netConnect } from 'node:net'
 import { startPostgres, type PostgresServer } from '../harness/postgres.js'
 import { makeTempDir, startRedis, type RedisServer } from '../harness/servers.js'
 import { spawn } from 'node:child_process'
@@ -336,6 +337,72 @@ describe('fencing tokens and their guards', () => {
       assert.equal((await newer).status, 200)
       assert.equal((await older).status, 409)
       assert.deepEqual(order, ['20'])
+    })
+
+    it('a lock name any lock may have travels percent-encoded: 報告/daily reaches the guard, and "jobs/a " is not "jobs/a"', async () => {
+      const fence = new HttpFence()
+      const seen: string[] = []
+      const url = await listen(createServer(fence.handler((req, res) => { seen.push(decodeLockHeader(String(req.headers['baton-lock']))); res.end('ok') })))
+      const put = (name: string, token: bigint) => fetch(url, { method: 'PUT', headers: fencingHeaders({ name, token }) })
+      assert.deepEqual(fencingHeaders({ name: '報告/daily', token: 7n }), { 'Baton-Lock': '%E5%A0%B1%E5%91%8A/daily', 'Baton-Fencing-Token': '7' })
+      assert.equal(fencingHeaders({ name: 'jobs/a:b-c_d.e', token: 1n })['Baton-Lock'], 'jobs/a:b-c_d.e', 'a plain name is sent as it is')
+      assert.equal((await put('報告/daily', 5n)).status, 200)
+      assert.equal((await put('報告/daily', 4n)).status, 409)
+      // Header values lose their surrounding spaces: unencoded, these two names would share one fence.
+      assert.equal((await put('jobs/a', 9n)).status, 200)
+      assert.equal((await put('jobs/a ', 3n)).status, 200, '"jobs/a " has a fence of its own')
+      assert.equal((await put('50% off', 2n)).status, 200)
+      assert.deepEqual(seen, ['報告/daily', 'jobs/a', 'jobs/a ', '50% off'])
+      assert.equal(await fence.fence.read('jobs/a '), 3n)
+      assert.equal(await fence.fence.read('jobs/a'), 9n)
+      // A header that is not valid percent-encoding: 400, nothing decided.
+      const bad = await fetch(url, { method: 'PUT', headers: { 'Baton-Lock': 'jobs/%E5%A0', 'Baton-Fencing-Token': '1' } })
+      assert.equal(bad.status, 400)
+      assert.match(((await bad.json()) as { message: string }).message, /percent-encoded/)
+      assert.throws(() => encodeLockHeader('\uD800x'), (e: unknown) => isBatonError(e, 'INVALID_ARGUMENT'))
+    })
+
+    it('a lock or token header sent twice is refused with 400, not read as one name', async () => {
+      const fence = new HttpFence()
+      let ran = 0
+      const url = new URL(await listen(createServer(fence.handler((_req, res) => { ran++; res.end('ok') }))))
+      const raw = (headers: string[]): Promise<string> => new Promise((resolve, reject) => {
+        const socket = netConnect(Number(url.port), '127.0.0.1', () => {
+          socket.end(['PUT / HTTP/1.1', 'Host: x', 'Connection: close', 'Content-Length: 0', ...headers, '', ''].join('\r\n'))
+        })
+        let text = ''
+        socket.on('data', (c) => (text += c))
+        socket.on('end', () => resolve(text))
+        socket.on('error', reject)
+      })
+      const twoLocks = await raw(['Baton-Lock: a', 'Baton-Lock: b', 'Baton-Fencing-Token: 5'])
+      assert.match(twoLocks, /^HTTP\/1\.1 400/)
+      assert.match(twoLocks, /baton-lock was sent 2 times/)
+      const twoTokens = await raw(['Baton-Lock: a', 'Baton-Fencing-Token: 5', 'Baton-Fencing-Token: 6'])
+      assert.match(twoTokens, /^HTTP\/1\.1 400/)
+      assert.match(twoTokens, /baton-fencing-token was sent 2 times/)
+      assert.equal(ran, 0)
+      assert.match(await raw(['Baton-Lock: a', 'Baton-Fencing-Token: 5']), /^HTTP\/1\.1 200/)
+    })
+
+    it('keeps at most maxResources names, and a forgotten name\'s stale token is still refused', async () => {
+      const fence = new HttpFence({ maxResources: 50 })
+      const url = await listen(createServer(fence.handler((_req, res) => res.end('ok'))))
+      const put = (name: string, token: bigint) => fetch(url, { method: 'PUT', headers: fencingHeaders({ name, token }) })
+      assert.equal((await put('victim', 1000n)).status, 200)
+      for (let i = 0; i < 500; i++) assert.equal((await put(`n/${i}`, 2000n + BigInt(i))).status, 200)
+      assert.ok(fence.fence.size <= 50, `bounded: ${fence.fence.size} names kept`)
+      assert.ok(fence.fence.evictions >= 450)
+      const stale = await put('victim', 999n)
+      assert.equal(stale.status, 409, 'the forgotten name\'s stale token is refused')
+      assert.equal((await put('fresh', 10_000n)).status, 200, 'a token above the floor is let in')
+      // The same rule through advanceFence on a bounded MemoryFence.
+      const cell = new MemoryFence({ maxResources: 1 })
+      await advanceFence(cell, 'a', 10n)
+      await advanceFence(cell, 'b', 5n)
+      assert.ok((await cell.read('a'))! >= 10n, 'a forgotten name reads as at least its highest')
+      await assert.rejects(advanceFence(cell, 'a', 9n), isStale)
+      assert.throws(() => new MemoryFence({ maxResources: 0 }), (e: unknown) => isBatonError(e, 'INVALID_ARGUMENT'))
     })
   })
 })
