@@ -7,7 +7,11 @@
  */
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { ms } from '../harness/timing.js'
 import { startBaton } from './baton-cli.js'
 import { startRedis, redisCommand, stopAll } from '../harness/servers.js'
@@ -16,15 +20,16 @@ import { startPostgres } from '../harness/postgres.js'
 import { startEtcd } from '../harness/etcd.js'
 import { startZookeeper } from '../harness/zookeeper.js'
 import { startBatonServer } from '../harness/baton-server.js'
-import { findViolations, Resource } from '../../src/cli/verify/history.js'
+import { findViolations, outagesOf, Resource } from '../../src/cli/verify/history.js'
+import { historyNow } from '../../src/cli/verify/clock.js'
 import type { VerifyReport } from '../../src/cli/commands/verify.js'
 
 after(() => stopAll())
 
 const FAULTY = ['--workers', '3', '--seconds', '10', '--ttl', '1s', '--hold', '100ms', '--pause', '2500ms', '--kill', '3500ms', '--json']
 
-async function verify(url: string, args: string[] = FAULTY): Promise<{ code: number | null; report: VerifyReport; stderr: string }> {
-  const { code, stdout, stderr } = await startBaton(['verify', '--store', url, ...args]).finished
+async function verify(url: string, args: string[] = FAULTY, env: Record<string, string | undefined> = {}): Promise<{ code: number | null; report: VerifyReport; stderr: string }> {
+  const { code, stdout, stderr } = await startBaton(['verify', '--store', url, ...args], env).finished
   let report: VerifyReport
   try {
     report = JSON.parse(stdout) as VerifyReport
@@ -76,6 +81,71 @@ describe('baton verify', () => {
     for (const token of overlap.tokens) assert.match(overlap.evidence, new RegExp(`token ${token}`))
     assert.ok(report.staleWritesRefused > 0, 'the fenced counter refused the overtaken holder')
     assert.ok(!report.violations.some((v) => v.kind === 'lost-update' || v.kind === 'stale-write-accepted'), 'fencing kept the counter right')
+  })
+
+  it('a wall clock stepped back 3 s mid-run (in the verifier and every worker) fakes no overlap: the history runs on the monotonic clock', async () => {
+    const redis = await startRedis()
+    // Date.now() of every process of the run jumps back 3 s at one moment,
+    // as when NTP or an operator steps the machine's clock.
+    const dir = mkdtempSync(join(tmpdir(), 'baton-step-'))
+    const hook = join(dir, 'step-clock.mjs')
+    writeFileSync(hook, [
+      'const realNow = Date.now.bind(Date)',
+      'const stepAt = Number(process.env.BATON_TEST_STEP_AT)',
+      'Date.now = () => { const t = realNow(); return t >= stepAt ? t - 3000 : t }',
+      '',
+    ].join('\n'))
+    const stepAt = Date.now() + ms(3000)
+    const { code, report } = await verify(redis.url, ['--workers', '3', '--seconds', '7', '--ttl', '1s', '--hold', '100ms', '--pause', '0', '--kill', '0', '--json'], {
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${pathToFileURL(hook).href}`.trim(),
+      BATON_TEST_STEP_AT: String(stepAt),
+    })
+    assert.ok(Date.now() > stepAt, 'the clock stepped during the run')
+    assert.deepEqual(report.violations, [], 'no violation')
+    assert.equal(code, 0)
+    assert.ok(report.holds >= 3, `work was done: ${report.holds} holds`)
+  })
+
+  it('a safe Redis (appendfsync always) restarted mid-run is unavailability, not a violation: workers retry, dead ones are replaced, exit 69', async () => {
+    const redis = await startRedis({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] })
+    // Kills every 500 ms: workers started while the store is down must connect once it is back.
+    const run = verify(redis.url, ['--workers', '3', '--seconds', '9', '--ttl', '1s', '--hold', '100ms', '--pause', '0', '--kill', '500ms', '--json'])
+    await new Promise((resolve) => setTimeout(resolve, ms(3000)))
+    await redis.restart({ downMs: ms(2000) })
+    const { code, report } = await run
+    assert.deepEqual(report.violations, [], 'a restart of a store that keeps its holds is no violation')
+    assert.deepEqual(report.workerFailures, [], 'no worker died of the outage')
+    assert.ok(report.unavailable.length >= 1, `the outage is reported: ${JSON.stringify(report.unavailable)}`)
+    assert.ok(report.unavailable.some((o) => o.during.includes('connect')), `workers started meanwhile retried their connect: ${JSON.stringify(report.unavailable)}`)
+    assert.ok(report.unavailable.every((o) => o.recoveredAt !== undefined), 'work went on after the outage')
+    assert.equal(code, 69, 'unavailability has its own exit status')
+    assert.equal(report.passed, true)
+  })
+
+  it('a worker that dies of its own accord is replaced, and said apart from the violations', async () => {
+    const redis = await startRedis()
+    const running = startBaton(['verify', '--store', redis.url, '--workers', '2', '--seconds', '6', '--ttl', '1s', '--hold', '100ms', '--pause', '0', '--kill', '0', '--json'])
+    const pid = running.process.pid!
+    const workers = (): number[] => {
+      const file = `/proc/${pid}/task/${pid}/children`
+      return existsSync(file) ? readFileSync(file, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number) : []
+    }
+    let first: number[] = []
+    for (let i = 0; i < ms(300) && first.length < 2; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      first = workers()
+    }
+    assert.equal(first.length, 2, 'two workers started')
+    await new Promise((resolve) => setTimeout(resolve, ms(1500)))
+    process.kill(first[0]!, 'SIGTERM')
+    await new Promise((resolve) => setTimeout(resolve, ms(1500)))
+    assert.equal(workers().filter((w) => w !== first[0]).length, 2, 'the dead worker was replaced')
+    const { code, stdout } = await running.finished
+    const report = JSON.parse(stdout) as VerifyReport
+    assert.deepEqual(report.violations, [])
+    assert.equal(report.workerFailures.length, 1, JSON.stringify(report.workerFailures))
+    assert.match(report.workerFailures[0]!, /SIGTERM/)
+    assert.equal(code, 1, 'a worker that died is a failure of the run, but no violation is claimed')
   })
 
   it('says at once, in one line, when the store URL is unusable (exit 2) or the store does not answer (exit 69)', async () => {
@@ -150,6 +220,54 @@ describe('verify: the checks', () => {
     r.faults.push({ kind: 'kill', worker: 2, at: 300, healedAt: 300 })
     const kinds = findViolations(r, { progressWindowMs: 1000, endedAt: 5000 }).map((x) => x.kind).sort()
     assert.deepEqual(kinds, ['lost-update', 'no-progress', 'stale-write-accepted', 'token-order'])
+  })
+
+  it('one token reset among 3,000 holds is one violation, with its evidence, and the JSON report stays small', () => {
+    const r = new Resource(true)
+    // Tokens rise, fall back once (a store that lost its counter), then rise again from there.
+    for (let i = 0; i < 3000; i++) {
+      const token = i < 1500 ? 1000n + BigInt(i) : 10n + BigInt(i)
+      r.holds.push(hold(1 + (i % 3), token, i * 10, i * 10 + 1000, i * 10 + 5))
+    }
+    const v = findViolations(r, { progressWindowMs: 1000, endedAt: 40_000 })
+    assert.equal(v.length, 1, `one violation, got ${v.length}`)
+    assert.equal(v[0]!.kind, 'token-order')
+    assert.ok(v[0]!.kind === 'token-order' && v[0]!.later.token === 1510n && v[0]!.earlier.token === 2499n)
+    assert.ok(v[0]!.kind === 'token-order' && v[0]!.followers > 900, 'the holds after it that stayed below are counted in its evidence')
+    assert.ok(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? String(x) : x)).length < 2000)
+  })
+
+  it('overlaps are reported once per offending hold, against the hold still running', () => {
+    const r = new Resource(true)
+    // One long hold (a store that forgot it) under which 500 others are granted.
+    r.holds.push(hold(1, 1n, 0, 100_000))
+    for (let i = 0; i < 500; i++) r.holds.push(hold(2, 2n + BigInt(i), 10 + i * 10, 10 + i * 10 + 1000, 15 + i * 10))
+    const v = findViolations(r, { progressWindowMs: 1000, endedAt: 200_000 })
+    assert.equal(v.length, 500)
+    assert.ok(v.every((x) => x.kind === 'overlap' && x.first.token === 1n))
+  })
+
+  it('calls the store did not answer are outages, and no progress is claimed missing during one', () => {
+    const r = new Resource(true)
+    r.holds.push(hold(1, 10n, 0, 1000, 100), hold(2, 11n, 9000, 10_000, 9100))
+    r.faults.push({ kind: 'kill', worker: 1, at: 200, healedAt: 200 })
+    for (let at = 500; at <= 4000; at += 500) r.unavailable.push({ worker: 2, at, during: 'connect', message: 'BACKEND_UNAVAILABLE: down' })
+    r.unavailable.push({ worker: 3, at: 20_000, during: 'acquire', message: 'BACKEND_UNAVAILABLE: down again' })
+    const outages = outagesOf(r)
+    assert.deepEqual(outages.map((o) => [o.from, o.to, o.recoveredAt, o.calls]), [[500, 4000, 9000, 8], [20_000, 20_000, undefined, 1]])
+    assert.deepEqual(findViolations(r, { progressWindowMs: 1000, endedAt: 30_000 }), [])    // A call that failed in a worker just after this run paused it is the pause's doing, not an outage.
+    r.faults.push({ kind: 'pause', worker: 3, at: 18_000, healedAt: 19_500 })
+    assert.equal(outagesOf(r, 1000).length, 1)
+    assert.equal(outagesOf(r, 0).length, 2)
+  })
+
+  it('the history clock is one clock for every process of the machine', () => {
+    // CLOCK_MONOTONIC (process.hrtime) read in a child falls between two reads in this process.
+    const before = historyNow()
+    const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(Number(process.hrtime.bigint()) / 1e6))'], { encoding: 'utf8' })
+    const after = historyNow()
+    const inChild = Number(child.stdout)
+    assert.ok(before <= inChild && inChild <= after, `${before} <= ${inChild} <= ${after}`)
   })
 
   it('with fencing on, stale reads and writes are refused and nothing is lost', () => {

@@ -37,8 +37,12 @@ export interface ServerProcess {
   pause(): void;
   /** SIGCONT. */
   resume(): void;
-  /** SIGKILL, then start again on the same port with the same args; waits until ready. */
-  restart(): Promise<void>;
+  /**
+   * SIGKILL, then start again on the same port with the same args (and data
+   * directory); waits until ready. `downMs`: stay down this long first, as a
+   * restart that takes a while.
+   */
+  restart(options?: { downMs?: number }): Promise<void>;
 }
 
 export interface RedisServer extends ServerProcess {
@@ -352,8 +356,9 @@ export class ManagedServer implements RedisServer {
     signal(this.#current, 'SIGCONT');
   }
 
-  async restart(): Promise<void> {
+  async restart(options: { downMs?: number } = {}): Promise<void> {
     await this.kill();
+    if (options.downMs) await sleep(options.downMs);
     // Persistence is off (--save '' --appendonly no), so the new incarnation
     // starts empty. Cluster nodes keep their nodes.conf, i.e. their identity
     // and slots, like a real node that crashed and lost its memory.

@@ -11,7 +11,8 @@ import { randomBytes } from 'node:crypto'
 import { parseStoreUrl } from '../../core/url.js'
 import { parseDuration } from '../../core/duration.js'
 import { EXIT, intFlag, JSON_OPTION, parse, print, STORE_OPTION, storeUrl, toJson, UsageError, type Command } from '../common.js'
-import { describeViolation, findViolations, Resource, type Fault } from '../verify/history.js'
+import { historyNow } from '../verify/clock.js'
+import { afterOwnPause, describeViolation, findViolations, outagesOf, Resource, type Fault, type Outage } from '../verify/history.js'
 import type { VerifierMessage, WorkerMessage, WorkerSettings } from '../verify/protocol.js'
 import { runWorker } from '../verify/worker.js'
 import { connect } from '../../connect.js'
@@ -34,6 +35,16 @@ At the end it checks, from the counter's side:
   - no write with a stale token was accepted, no update was lost,
   - writes went on after every fault.
 It prints a report and exits 1 on any violation, with the evidence.
+
+A store that does not answer for a while (restarted, failed over) is not a
+violation: workers retry (connect included), dead workers are replaced, and
+the report lists when the store did not answer, apart from the violations.
+
+exit status:
+  0   no violation, and the store answered throughout
+  1   a violation (or a worker crashed: a defect, its lines say which)
+  69  no violation, but the store did not answer at times (or at all at
+      the start): what was checked held, the listed stretches were not
 
 options (a bare number of seconds, or 500ms, 2m, ...):
   --workers N      worker processes, 2 to 32 (default 3)
@@ -100,7 +111,7 @@ export const verify: Command = {
     await probeStore(settings.url)
     const report = await runVerification(settings)
     print(settings.json ? toJson(report) : formatReport(report))
-    return report.violations.length === 0 ? EXIT.ok : EXIT.failure
+    return exitStatusOf(report)
   },
 }
 
@@ -118,7 +129,20 @@ export interface VerifyReport {
   faults: { kind: string; worker: number; at: number; healedAt?: number }[]
   acquireWaitMs: { p50: number; p99: number; max: number }
   violations: { kind: string; evidence: string; tokens: string[] }[]
+  /** Stretches when the store did not answer a worker's calls (ms from the start): unavailability, not violations. */
+  unavailable: { from: number; to: number; recoveredAt?: number; calls: number; workers: number[]; during: string[]; message: string }[]
+  /** Workers that died for a reason of their own (not our kill, not the store): defects of the client. Each was replaced. */
+  workerFailures: string[]
+  /** Calls that failed in a worker this run paused, during the pause or within two leases after it: the pause's doing, not the store's. */
+  failedCallsAfterOwnPause: number
+  /** No violation and no worker failure. */
   passed: boolean
+}
+
+/** The exit status of a report: a violation or a crash beats unavailability. */
+export function exitStatusOf(report: VerifyReport): number {
+  if (!report.passed) return EXIT.failure
+  return report.unavailable.length > 0 ? EXIT.unavailable : EXIT.ok
 }
 
 /**
@@ -161,7 +185,9 @@ async function runVerification(settings: Settings): Promise<VerifyReport> {
   let holder: number | undefined
   let nextWorker = 1
   const failures: string[] = []
-  const startedAt = Date.now()
+  /** Workers this command killed (a fault it caused, not a death to report). */
+  const killed = new Set<number>()
+  const startedAt = historyNow()
   const workerSettings: WorkerSettings = { url: settings.url, name, ttlMs: settings.ttlMs, holdMs: settings.holdMs }
 
   const start = (): number => {
@@ -175,7 +201,12 @@ async function runVerification(settings: Settings): Promise<VerifyReport> {
     child.on('exit', (code, signal) => {
       workers.delete(id)
       if (holder === id) holder = undefined
-      if (code !== 0 && signal !== 'SIGKILL' && !stopping) failures.push(`worker ${id} exited (${signal ?? code}): ${stderr.trim()}`)
+      if (stopping || killed.has(id)) return
+      // Died on its own: say why, and keep the number of workers up.
+      if (code === EXIT.unavailable) resource.unavailable.push({ worker: id, at: historyNow(), during: 'exit', message: stderr.trim().split('\n').at(-1) ?? '' })
+      else failures.push(`worker ${id} exited (${signal ?? code}): ${stderr.trim()}`)
+      const replace = setTimeout(() => { if (!stopping) start() }, 250)
+      timers.push(replace)
     })
     child.on('message', (message: WorkerMessage) => {
       const reply = (answer: VerifierMessage) => { if (child.connected) child.send(answer) }
@@ -201,6 +232,9 @@ async function runVerification(settings: Settings): Promise<VerifyReport> {
         }
         case 'failed':
           failures.push(`worker ${id}: ${message.message}`)
+          break
+        case 'unavailable':
+          resource.unavailable.push({ worker: id, at: message.at, during: message.during, message: message.message })
       }
     })
     workers.set(id, child)
@@ -217,8 +251,8 @@ async function runVerification(settings: Settings): Promise<VerifyReport> {
   }
   process.once('SIGINT', interrupted)
   process.once('SIGTERM', interrupted)
-  for (let i = 0; i < settings.workers; i++) start()
   const timers: NodeJS.Timeout[] = []
+  for (let i = 0; i < settings.workers; i++) start()
   const pick = (): number | undefined => holder ?? [...workers.keys()][Math.floor(Math.random() * workers.size)]
   if (settings.pauseEveryMs > 0) {
     timers.push(setInterval(() => {
@@ -226,11 +260,11 @@ async function runVerification(settings: Settings): Promise<VerifyReport> {
       const child = id === undefined ? undefined : workers.get(id)
       if (!child || id === undefined) return
       if (child.pid === undefined || pausing.has(id)) return
-      const fault: Fault = { kind: 'pause', worker: id, at: Date.now() }
+      const fault: Fault = { kind: 'pause', worker: id, at: historyNow() }
       resource.faults.push(fault)
       pausing.add(id)
       // Past the ttl, so the store lets the next holder in while this one sleeps.
-      pauseWorker(child.pid, settings.ttlMs * 1.5 + 250, () => { pausing.delete(id); fault.healedAt = Date.now() })
+      pauseWorker(child.pid, settings.ttlMs * 1.5 + 250, () => { pausing.delete(id); fault.healedAt = historyNow() })
     }, settings.pauseEveryMs))
   }
   if (settings.killEveryMs > 0) {
@@ -238,20 +272,22 @@ async function runVerification(settings: Settings): Promise<VerifyReport> {
       const id = pick()
       const child = id === undefined ? undefined : workers.get(id)
       if (!child || id === undefined) return
-      const fault: Fault = { kind: 'kill', worker: id, at: Date.now() }
+      const fault: Fault = { kind: 'kill', worker: id, at: historyNow() }
       resource.faults.push(fault)
+      killed.add(id)
       child.kill('SIGCONT') // a paused worker dies as well
       child.kill('SIGKILL')
       start()
-      fault.healedAt = Date.now()
+      fault.healedAt = historyNow()
     }, settings.killEveryMs))
   }
 
   await new Promise((resolve) => setTimeout(resolve, settings.seconds * 1000))
   stopping = true
   for (const timer of timers) clearTimeout(timer)
-  const endedAt = Date.now()
+  const endedAt = historyNow()
   await Promise.all([...workers.values()].map((child) => new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
     child.kill('SIGCONT')
     const force = setTimeout(() => child.kill('SIGKILL'), settings.ttlMs * 2 + 2000)
     child.once('exit', () => { clearTimeout(force); resolve() })
@@ -264,12 +300,18 @@ async function runVerification(settings: Settings): Promise<VerifyReport> {
   // After a fault the lock is free again within one lease (the store may
   // have raised the ttl to its floor: use the longest lease granted); three
   // leases and two seconds cover the waiters' own retries on a loaded machine.
-  const longestLeaseMs = Math.max(settings.ttlMs, ...resource.holds.map((h) => h.validUntil - h.grantedAt))
+  const longestLeaseMs = resource.holds.reduce((longest, h) => Math.max(longest, h.validUntil - h.grantedAt), settings.ttlMs)
   const progressWindowMs = longestLeaseMs * 3 + 2000
-  const violations = findViolations(resource, { progressWindowMs, endedAt })
+  // A worker resumed from a pause may find its client's session or lease
+  // gone with the pause (etcd, ZooKeeper): its calls fail until the client
+  // has made a new one, within a lease or two. That is the pause, not the store.
+  const afterPauseMs = longestLeaseMs * 2 + 1000
+  const violations = findViolations(resource, { progressWindowMs, endedAt, afterPauseMs })
   const sorted = [...waits].sort((a, b) => a - b)
   const quantile = (q: number) => sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
   const holds = [...resource.holds].sort((a, b) => a.grantedAt - b.grantedAt)
+  const since = (at: number) => Math.round(at - startedAt)
+  const outages = outagesOf(resource, afterPauseMs)
   const report: VerifyReport = {
     store: parseStoreUrl(settings.url).display,
     name,
@@ -281,7 +323,7 @@ async function runVerification(settings: Settings): Promise<VerifyReport> {
     handovers: holds.filter((h, i) => i > 0 && holds[i - 1]!.worker !== h.worker).length,
     writesAccepted: resource.writes.filter((w) => w.accepted).length,
     staleWritesRefused: resource.writes.filter((w) => !w.accepted).length + resource.staleReads,
-    faults: resource.faults.map((f) => ({ kind: f.kind, worker: f.worker, at: f.at - startedAt, ...(f.healedAt === undefined ? {} : { healedAt: f.healedAt - startedAt }) })),
+    faults: resource.faults.map((f) => ({ kind: f.kind, worker: f.worker, at: since(f.at), ...(f.healedAt === undefined ? {} : { healedAt: since(f.healedAt) }) })),
     acquireWaitMs: { p50: quantile(0.5), p99: quantile(0.99), max: sorted.at(-1) ?? 0 },
     violations: violations.map((violation) => ({
       kind: violation.kind,
@@ -290,11 +332,20 @@ async function runVerification(settings: Settings): Promise<VerifyReport> {
         : 'earlier' in violation ? [violation.earlier.token, violation.later.token].map(String)
           : 'write' in violation ? [String(violation.write.token)] : [],
     })),
+    unavailable: outages.map((o: Outage) => ({
+      from: since(o.from), to: since(o.to), ...(o.recoveredAt === undefined ? {} : { recoveredAt: since(o.recoveredAt) }),
+      calls: o.calls, workers: o.workers, during: o.during, message: o.message,
+    })),
+    workerFailures: failures,
+    failedCallsAfterOwnPause: resource.unavailable.filter((e) => afterOwnPause(resource, e, afterPauseMs)).length,
     passed: false,
   }
-  if (report.writesAccepted === 0) failures.push('no write was accepted at all: the workers never held the lock')
-  for (const failure of failures) report.violations.push({ kind: 'worker-failure', evidence: failure, tokens: [] })
-  report.passed = report.violations.length === 0
+  // A store that never answered is unavailability, said as such; one that
+  // answered and still let nobody write is a failure.
+  if (report.writesAccepted === 0 && outages.length === 0) {
+    report.violations.push({ kind: 'no-progress', evidence: 'no write was accepted at all: the workers never held the lock', tokens: [] })
+  }
+  report.passed = report.violations.length === 0 && failures.length === 0
   return report
 }
 
@@ -308,7 +359,20 @@ function formatReport(r: VerifyReport): string {
     `acquire wait: p50 ${r.acquireWaitMs.p50} ms, p99 ${r.acquireWaitMs.p99} ms, max ${r.acquireWaitMs.max} ms`,
   ]
   if (r.staleWritesRefused > 0) lines.push(`the counter refused ${r.staleWritesRefused} read(s)/write(s) from holders a later holder had overtaken: fencing at work`)
-  if (r.passed) lines.push('PASS: no violation')
+  const s = (ms: number) => `+${(ms / 1000).toFixed(3)} s`
+  if (r.unavailable.length > 0) {
+    lines.push(`UNAVAILABLE: the store did not answer ${r.unavailable.length} time(s) (not a violation; nothing was checked while it did not answer)`)
+    for (const o of r.unavailable) {
+      lines.push(`  from ${s(o.from)} to ${s(o.to)}${o.recoveredAt === undefined ? ', no grant after it' : `, next grant ${s(o.recoveredAt)}`}: ` +
+        `${o.calls} failed call(s) (${o.during.join(', ')}) by worker(s) ${o.workers.join(', ')}: ${o.message}`)
+    }
+  }
+  if (r.failedCallsAfterOwnPause > 0) lines.push(`${r.failedCallsAfterOwnPause} call(s) failed in workers during or just after their pause: their own stall, not the store's`)
+  if (r.workerFailures.length > 0) {
+    lines.push(`WORKER FAILURE: ${r.workerFailures.length} worker(s) died of their own accord (each was replaced)`)
+    for (const f of r.workerFailures.slice(0, 5)) lines.push(`  ${f}`)
+  }
+  if (r.violations.length === 0) lines.push(r.passed ? 'PASS: no violation' : 'no violation')
   else {
     lines.push(`FAIL: ${r.violations.length} violation(s)`)
     const shown = r.violations.slice(0, 20)

@@ -3,7 +3,11 @@
  * tokens travel as decimal strings because they may pass 2^53).
  */
 
-/** Worker → verifier. `at` fields are epoch ms by the machine's clock (every process shares it). */
+/**
+ * Worker → verifier. `at` and `validUntil` are milliseconds of the machine's
+ * monotonic clock (historyNow(), clock.ts: one clock for every process, never
+ * stepped), never the wall clock.
+ */
 export type WorkerMessage =
   /** Acquire returned: the worker holds the lock until `validUntil` (its lease deadline) unless it reports `ended` first. */
   | { readonly type: 'granted'; readonly token: string; readonly at: number; readonly validUntil: number; readonly waitedMs: number }
@@ -12,6 +16,8 @@ export type WorkerMessage =
   /** Sent before the worker calls release (or gives the hold up): from here on it writes nothing under `token`. */
   | { readonly type: 'ended'; readonly token: string; readonly at: number }
   | { readonly type: 'failed'; readonly message: string }
+  /** A call the store did not answer (BACKEND_UNAVAILABLE, QUORUM_NOT_REACHED); the worker goes on trying. */
+  | { readonly type: 'unavailable'; readonly during: 'connect' | 'acquire' | 'release'; readonly at: number; readonly message: string }
 
 /** Verifier → worker. */
 export type VerifierMessage =

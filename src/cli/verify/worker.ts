@@ -4,10 +4,20 @@
  * careful user's job would: it stops writing once the lease's signal fires
  * or the resource refuses its token, and it renews nothing (so a pause past
  * the ttl really lets the next holder in).
+ *
+ * A store that does not answer (restarted, failed over, cut off) is a fault
+ * the run goes through, not the end of the worker: every call, connect
+ * included, is tried again, and each failure is reported as unavailability.
  */
 import { connect } from '../../connect.js'
-import { isBatonError } from '../../core/errors.js'
+import type { Baton } from '../../baton.js'
+import { isBatonError, type BatonError } from '../../core/errors.js'
+import { historyNow } from './clock.js'
 import type { VerifierMessage, WorkerMessage, WorkerSettings } from './protocol.js'
+
+/** The errors that say the store did not answer, as against a refusal or a defect. */
+const isUnavailable = (error: unknown): error is BatonError =>
+  isBatonError(error) && (error.code === 'BACKEND_UNAVAILABLE' || error.code === 'QUORUM_NOT_REACHED')
 
 export async function runWorker(settings: WorkerSettings): Promise<void> {
   const send = (message: WorkerMessage) => process.send!(message)
@@ -26,25 +36,42 @@ export async function runWorker(settings: WorkerSettings): Promise<void> {
       send(message)
     })
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+  const unavailable = (during: 'connect' | 'acquire' | 'release', error: BatonError) =>
+    send({ type: 'unavailable', during, at: historyNow(), message: `${error.code}: ${error.message.replace(/^baton: /, '')}` })
 
-  const baton = await connect(settings.url)
+  let baton: Baton | undefined
+  for (let backoff = 50; baton === undefined && !stopping; backoff = Math.min(backoff * 2, 1000)) {
+    try {
+      baton = await connect(settings.url)
+    } catch (error) {
+      if (!isUnavailable(error)) throw error
+      unavailable('connect', error)
+      await sleep(backoff)
+    }
+  }
+  if (baton === undefined) return
   const lock = baton.mutex(settings.name, { ttl: settings.ttlMs, reentrant: false })
   try {
     while (!stopping) {
-      const asked = Date.now()
+      const asked = historyNow()
       let lease
       try {
         lease = await lock.acquire({ wait: settings.ttlMs * 10 })
       } catch (error) {
         // Unavailable stores and timeouts are the faults under test: report, pause, go on.
         if (!isBatonError(error)) throw error
+        if (isUnavailable(error)) unavailable('acquire', error)
         await sleep(50)
         continue
       }
       const token = lease.token.toString()
-      send({ type: 'granted', token, at: Date.now(), validUntil: lease.expiresAt, waitedMs: Date.now() - asked })
-      const endAt = Date.now() + settings.holdMs
-      while (!stopping && Date.now() < endAt && !lease.signal.aborted) {
+      // Both ends of the hold on the history's clock: the lease's deadline is
+      // monotonic, so what is left of it now gives its end on that clock.
+      const grantedAt = historyNow()
+      const validUntil = grantedAt + lease.remainingMs()
+      send({ type: 'granted', token, at: grantedAt, validUntil, waitedMs: Math.round(grantedAt - asked) })
+      const endAt = grantedAt + settings.holdMs
+      while (!stopping && historyNow() < endAt && !lease.signal.aborted) {
         const read = await ask<Extract<VerifierMessage, { type: 'read' }>>({ type: 'read', id: nextId++, token })
         if (!read.accepted) break // a later holder came in: this hold is over
         await sleep(Math.random() * 5)
@@ -53,8 +80,8 @@ export async function runWorker(settings: WorkerSettings): Promise<void> {
         if (!write.accepted) break // a later holder wrote: this hold is over
         await sleep(Math.random() * 10)
       }
-      send({ type: 'ended', token, at: Date.now() })
-      await lease.release().catch(() => {})
+      send({ type: 'ended', token, at: historyNow() })
+      await lease.release().catch((error: unknown) => { if (isUnavailable(error)) unavailable('release', error) })
     }
   } finally {
     await baton.close().catch(() => {})
