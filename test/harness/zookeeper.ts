@@ -8,7 +8,7 @@ import { writeFileSync, mkdirSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { ensureCommand, ensureFile } from './install.js'
-import { freePort } from './ports.js'
+import { checkPorts, freePorts } from './ports.js'
 import { startProxy, type Proxy } from './proxy.js'
 import { ManagedServer, makeTempDir, type ServerProcess } from './servers.js'
 import { ms } from './timing.js'
@@ -67,18 +67,35 @@ export function fourLetter(port: number, word: string, timeoutMs = ms(1000)): Pr
 
 const serving = async (port: number): Promise<boolean> => /Mode: (standalone|leader|follower)/.test(await fourLetter(port, 'srvr'))
 
+/** A server that refused its ports (taken meanwhile by another process): the ensemble is started again on new ones. */
+const PORT_TROUBLE = /Address already in use|BindException|Invalid config/i
+const ENSEMBLE_ATTEMPTS = 3
+
 export async function startZookeeperEnsemble(size = 3, options: ZkEnsembleOptions = {}): Promise<ZkEnsemble> {
   await ensureCommand('java', 'default-jre-headless')
   const jar = await ensureFile(['/usr/share/java/zookeeper.jar', '/usr/share/zookeeper/zookeeper.jar'], 'zookeeper')
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launchEnsemble(jar, size, options)
+    } catch (error) {
+      if (attempt >= ENSEMBLE_ATTEMPTS || !PORT_TROUBLE.test(String((error as Error).message))) throw error
+    }
+  }
+}
+
+async function launchEnsemble(jar: string, size: number, options: ZkEnsembleOptions): Promise<ZkEnsemble> {
   const dir = makeTempDir('zookeeper')
   const ids = Array.from({ length: size }, (_, i) => i + 1)
-  const quorum = size > 1 ? await Promise.all(ids.map(async () => [await freePort(), await freePort()] as const)) : []
+  // Quorum and election ports of every server, all distinct (freePorts), and
+  // distinct from every client port (picked later by the same picker).
+  const picked = size > 1 ? await freePorts(size * 2) : []
+  const quorum = ids.slice(0, picked.length / 2).map((_, i) => [picked[2 * i]!, picked[2 * i + 1]!] as const)
   // links[i][k]: server i+1's way to server k+1's quorum port.
   const links: (Proxy | undefined)[][] = options.peerLinks
     ? await Promise.all(ids.map((_, i) => Promise.all(quorum.map(([peer], k) => (i === k ? undefined : startProxy(peer))))))
     : []
   // Every line "key=value" with nothing after the value: ZooKeeper reads a trailing comment as part of it.
-  const servers = await Promise.all(ids.map((id) => ManagedServer.launch({
+  const launches = await Promise.allSettled(ids.map((id) => ManagedServer.launch({
     label: `zookeeper ${id}`,
     command: 'java',
     cwd: dir,
@@ -87,6 +104,8 @@ export async function startZookeeperEnsemble(size = 3, options: ZkEnsembleOption
       mkdirSync(data, { recursive: true })
       if (size > 1) writeFileSync(join(data, 'myid'), `${id}\n`)
       const config = join(dir, `s${id}.cfg`)
+      // What ZooKeeper refuses as "Invalid config": a port twice, or out of range.
+      checkPorts([port, ...picked, ...links.flat().flatMap((link) => (link ? [link.port] : []))])
       writeFileSync(config, [
         `tickTime=${ZK_TICK_MS}`, 'initLimit=20', `syncLimit=${options.syncLimit ?? 8}`, `dataDir=${data}`,
         `clientPort=${port}`, 'clientPortAddress=127.0.0.1', 'admin.enableServer=false',
@@ -101,6 +120,13 @@ export async function startZookeeperEnsemble(size = 3, options: ZkEnsembleOption
     },
     probe: serving,
   })))
+  const failed = launches.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+  if (failed) {
+    await Promise.allSettled(launches.map((r) => (r.status === 'fulfilled' ? r.value.kill() : undefined)))
+    await Promise.allSettled(links.flat().map((l) => l?.close()))
+    throw failed.reason
+  }
+  const servers = launches.map((r) => (r as PromiseFulfilledResult<ManagedServer>).value)
   const members: ZkServer[] = servers.map((server, i) => Object.assign(server, { id: ids[i]! }))
   return {
     hosts: members.map((m) => `127.0.0.1:${m.port}`).join(','),
