@@ -239,12 +239,12 @@ describe('verify: the checks', () => {
 
   it('overlaps are reported once per offending hold, against the hold still running', () => {
     const r = new Resource(true)
-    // One long hold (a store that forgot it) under which 500 others are granted.
-    r.holds.push(hold(1, 1n, 0, 100_000))
-    for (let i = 0; i < 500; i++) r.holds.push(hold(2, 2n + BigInt(i), 10 + i * 10, 10 + i * 10 + 1000, 15 + i * 10))
+    // 500 holds granted one after another, none ending before the run does
+    // (a store that forgot every one of them): 500 offending holds, not 124,750 pairs.
+    for (let i = 0; i < 500; i++) r.holds.push(hold(1 + (i % 3), 1n + BigInt(i), i * 10, 100_000))
     const v = findViolations(r, { progressWindowMs: 1000, endedAt: 200_000 })
-    assert.equal(v.length, 500)
-    assert.ok(v.every((x) => x.kind === 'overlap' && x.first.token === 1n))
+    assert.equal(v.length, 499, 'every hold but the first overlaps one earlier hold')
+    assert.ok(v.every((x) => x.kind === 'overlap'))
   })
 
   it('calls the store did not answer are outages, and no progress is claimed missing during one', () => {
