@@ -108,10 +108,18 @@ describe('baton verify', () => {
 
   it('a safe Redis (appendfsync always) restarted mid-run is unavailability, not a violation: workers retry, dead ones are replaced, exit 69', async () => {
     const redis = await startRedis({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] })
-    // Kills every 500 ms: workers started while the store is down must connect once it is back.
-    const run = verify(redis.url, ['--workers', '3', '--seconds', '9', '--ttl', '1s', '--hold', '100ms', '--pause', '0', '--kill', '500ms', '--json'])
-    await new Promise((resolve) => setTimeout(resolve, ms(3000)))
-    await redis.restart({ downMs: ms(2000) })
+    // A kill every 2 s and the store down for longer than two of them: a
+    // worker started in its place meanwhile must connect once it is back.
+    const running = startBaton(['verify', '--store', redis.url, '--workers', '3', '--seconds', '14', '--ttl', '1s', '--hold', '100ms', '--pause', '0', '--kill', '2s', '--json'])
+    const pid = running.process.pid!
+    const workers = (): number[] => {
+      const file = `/proc/${pid}/task/${pid}/children`
+      return existsSync(file) ? readFileSync(file, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number) : []
+    }
+    for (let i = 0; i < ms(300) && workers().length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 20))
+    await new Promise((resolve) => setTimeout(resolve, ms(1000)))
+    await redis.restart({ downMs: ms(5000) })
+    const run = running.finished.then(({ code, stdout }) => ({ code, report: JSON.parse(stdout) as VerifyReport }))
     const { code, report } = await run
     assert.deepEqual(report.violations, [], 'a restart of a store that keeps its holds is no violation')
     assert.deepEqual(report.workerFailures, [], 'no worker died of the outage')
