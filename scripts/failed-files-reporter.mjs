@@ -1,26 +1,32 @@
 // A node:test reporter for scripts/test.mjs, beside the spec reporter: writes
 // one JSON line per test file that did not pass — a failing test, or the file
 // itself failing (its process exited non-zero, was killed at the timeout, or
-// outlived its tests: test/harness/linger.ts) — with the first reason and the
+// outlived its tests: test/harness/linger.ts) — with the reason and the
 // linger line if one was printed. The run's summary counts and names these
 // files, so a file that failed outside any test is never "0 failed".
+//
+// A file's verdict is its file-level `test:complete` event (named after the
+// file): the `file` of a failing test inside it is where that test was
+// written (a shared suite under test/conformance/), not the file that ran it.
+const REASONS = {
+  subtestsFailed: 'a test failed (✖ above)',
+  testTimeoutFailure: 'timed out',
+  testCodeFailure: 'the file failed outside its tests (its process exited non-zero)',
+  hookFailed: 'a hook failed',
+}
+
 export default async function* failedFiles(source) {
-  const failed = new Map()
   const lingering = new Map()
   for await (const event of source) {
-    const file = event.data?.file
+    const { file, name } = event.data ?? {}
     if (!file) continue
     if (event.type === 'test:stderr' && /still running .* after its tests/.test(event.data.message ?? '')) {
       lingering.set(file, String(event.data.message).split('\n')[0].trim())
     }
-    if (event.type === 'test:fail' && !failed.has(file)) {
-      const error = event.data.details?.error
-      const cause = error?.cause
-      const reason = error?.failureType === 'testTimeoutFailure' ? 'timed out'
-        : event.data.name === file ? 'the file failed outside its tests (its process exited non-zero)'
-          : `${event.data.name}: ${String(cause?.message ?? error?.message ?? '').split('\n')[0].slice(0, 200)}`
-      failed.set(file, reason)
+    if (event.type === 'test:complete' && name === file && event.data.details?.passed === false) {
+      const type = event.data.details.error?.failureType
+      const reason = REASONS[type] ?? String(event.data.details.error?.message ?? type ?? 'failed').split('\n')[0].slice(0, 200)
+      yield `${JSON.stringify({ file, reason, ...(lingering.has(file) ? { lingering: lingering.get(file) } : {}) })}\n`
     }
   }
-  for (const [file, reason] of failed) yield `${JSON.stringify({ file, reason, ...(lingering.has(file) ? { lingering: lingering.get(file) } : {}) })}\n`
 }

@@ -15,11 +15,12 @@ import { fileURLToPath } from 'node:url'
 const LINGER = new URL('./linger.js', import.meta.url).href
 const REPORTER = fileURLToPath(new URL('../../../scripts/failed-files-reporter.mjs', import.meta.url))
 
-function runFile(source: string): Promise<{ code: number | null; stdout: string; stderr: string; failed: string }> {
+function runFile(source: string, beside: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string; failed: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'baton-linger-'))
   const file = join(dir, 'lingers.test.mjs')
   const failedPath = join(dir, 'failed.jsonl')
   writeFileSync(file, source)
+  for (const [name, text] of Object.entries(beside)) writeFileSync(join(dir, name), text)
   const child = spawn(process.execPath, [
     '--import', LINGER, '--test', '--test-reporter=spec', '--test-reporter-destination=stdout',
     `--test-reporter=${REPORTER}`, `--test-reporter-destination=${failedPath}`, file,
@@ -60,4 +61,15 @@ test('a file that exits when its tests are done is not touched', async () => {
   const { code, stdout, stderr, failed } = await runFile("import { test } from 'node:test'\ntest('passes', () => { setTimeout(() => {}, 100) })\n")
   assert.equal(code, 0, stdout + stderr)
   assert.equal(failed.trim(), '')
+})
+
+test('a file whose test fails in a shared suite is counted as that file, not as the suite\'s module', async () => {
+  const { code, failed } = await runFile("import { suite } from './suite.mjs'\nsuite()\n", {
+    'suite.mjs': "import { describe, it } from 'node:test'\nexport function suite() { describe('shared', () => { it('fails', () => { throw new Error('boom') }) }) }\n",
+  })
+  assert.equal(code, 1)
+  const lines = failed.trim().split('\n').map((l) => JSON.parse(l) as { file: string; reason: string })
+  assert.equal(lines.length, 1)
+  assert.match(lines[0]!.file, /lingers\.test\.mjs$/)
+  assert.match(lines[0]!.reason, /a test failed/)
 })
