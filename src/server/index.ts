@@ -56,8 +56,8 @@ export interface LockServerOptions {
   restartWaitMs?: number
   /** The store is this server's own (the embedded memory store): no other client can end its leases. */
   privateStore?: boolean
-  /** Per-token quotas (default DEFAULT_TENANT_QUOTAS). */
-  quotas?: TenantQuotas
+  /** Per-token quotas (each one not given: DEFAULT_TENANT_QUOTAS). */
+  quotas?: Partial<TenantQuotas>
   /** Bytes an event stream may fall behind before it is ended (default 1 MiB). */
   eventBufferBytes?: number
   /** Events kept for Last-Event-ID resume (default DEFAULT_EVENT_RING). */
@@ -96,7 +96,7 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
   const hub = new EventHub(baton.store, options.eventRing ?? DEFAULT_EVENT_RING)
   const desk = new LeaseDesk(baton.driver, hub, baton.keeper.clientId, !options.privateStore)
   const limits = new WaitLimits(options.waitCaps ?? DEFAULT_WAIT_CAPS)
-  const quotas = new Quotas(options.quotas ?? DEFAULT_TENANT_QUOTAS)
+  const quotas = new Quotas({ ...DEFAULT_TENANT_QUOTAS, ...options.quotas })
   hub.ends((owner) => quotas.ended(owner))
   const streams = new Set<{ end(): void; buffered?(): number }>()
   const metrics = new Metrics(hub, {

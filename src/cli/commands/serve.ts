@@ -20,7 +20,7 @@ export const SERVE_USAGE = `  baton serve [--store URL] [--host 127.0.0.1] [--po
               [--max-waiters 10000] [--max-waiters-per-name 1000] [--max-ttl 5m] [--max-lock-delay 1m]
               [--no-restart-wait] [--allowed-hosts a,b] [--allowed-origins https://x,…] [--max-connections 8192]
               [--max-waiters-per-token 2500] [--max-streams-per-token 256] [--max-holds-per-token 100000]
-              [--poll-max 50s]
+              [--max-sessions-per-token 1024] [--poll-max 50s]
       the lock server (HTTP/JSON API, /openapi.json, /metrics); env BATON_URL, BATON_HOST,
       BATON_PORT, BATON_DATA_DIR, BATON_TOKENS_FILE; flags win.
       --tokens FILE: a JSON array of { "token", "name"?, "prefixes"?, "rights"? }; each token
@@ -39,7 +39,7 @@ export async function serve(args: string[], out: (line: string) => void): Promis
       'max-ttl': { type: 'string' }, 'max-lock-delay': { type: 'string' }, 'no-restart-wait': { type: 'boolean' },
       'allowed-hosts': { type: 'string' }, 'allowed-origins': { type: 'string' }, 'max-connections': { type: 'string' },
       'max-waiters-per-token': { type: 'string' }, 'max-streams-per-token': { type: 'string' }, 'max-holds-per-token': { type: 'string' },
-      'poll-max': { type: 'string' },
+      'max-sessions-per-token': { type: 'string' }, 'poll-max': { type: 'string' },
     },
   })
   const config = resolveServeConfig(values, process.env)
@@ -77,6 +77,7 @@ export async function serve(args: string[], out: (line: string) => void): Promis
     waiters: count(values['max-waiters-per-token'], '--max-waiters-per-token', DEFAULT_TENANT_QUOTAS.waiters),
     streams: count(values['max-streams-per-token'], '--max-streams-per-token', DEFAULT_TENANT_QUOTAS.streams),
     holds: count(values['max-holds-per-token'], '--max-holds-per-token', DEFAULT_TENANT_QUOTAS.holds),
+    sessions: count(values['max-sessions-per-token'], '--max-sessions-per-token', DEFAULT_TENANT_QUOTAS.sessions),
   }
   const list = (text: string | undefined) => text?.split(',').map((item) => item.trim()).filter(Boolean)
   const origins = { allowedHosts: list(values['allowed-hosts']) ?? [], allowedOrigins: list(values['allowed-origins']) ?? [] }
