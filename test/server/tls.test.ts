@@ -11,6 +11,7 @@ import { httpsGet, startBatonServer, tokensFile, type BatonServer, type TlsClien
 import { issueCertificate, makeCertificates, type TestCertificates } from '../harness/tls.js'
 import { ms } from '../harness/timing.js'
 import { baton } from '../cli/baton-cli.js'
+import { startInProcess } from './in-process.js'
 import { connect, isBatonError } from '../../src/index.js'
 
 const TOKEN = 'tls-test-token-aaaaaaaaaaaaaaaa'
@@ -128,6 +129,24 @@ describe('baton serve --tls-cert --tls-key --tls-ca', () => {
       await again.release()
     } finally {
       await store.close()
+    }
+  })
+})
+
+describe('TLS without client certificates', () => {
+  it('the https:// store with only ?ca= works against a server with --tls-cert and --tls-key', async () => {
+    const { server: plain, base } = await startInProcess({ tls: serverFiles, log: () => {} })
+    try {
+      assert.match(base, /^https:\/\/127\.0\.0\.1:\d+$/)
+      const store = await connect(`${base}?ca=${encodeURIComponent(certificates.ca)}`)
+      const lease = await store.mutex(fresh('plain'), { ttl: ms(5000) }).acquire({ wait: ms(10_000) })
+      assert.equal((await store.inspect(lease.name))?.holders.length, 1)
+      await lease.release()
+      await store.close()
+      // Without the private CA the server's certificate is not trusted.
+      await assert.rejects(connect(base, { connectTimeout: ms(5000) }), (error: unknown) => isBatonError(error) && error.code === 'BACKEND_UNAVAILABLE')
+    } finally {
+      await plain.close()
     }
   })
 })
