@@ -100,6 +100,8 @@ export interface LockServer {
  */
 export async function createLockServer(options: LockServerOptions): Promise<LockServer> {
   const { baton } = options
+  // First: unusable certificate files are refused before anything is set up.
+  const tls = options.tls && readTls(options.tls)
   baton.keeper.secretOwners = true
   const hub = new EventHub(baton.store, options.eventRing ?? DEFAULT_EVENT_RING)
   const desk = new LeaseDesk(baton.driver, hub, baton.keeper.clientId, !options.privateStore)
@@ -130,7 +132,7 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
   const timeouts = { headersTimeout: options.headersTimeoutMs ?? 10_000, connectionsCheckingInterval: options.timeoutCheckMs ?? 1000 }
   const app = Fastify({
     // With TLS, fastify hands these options to https.createServer alone: the timeouts go there too.
-    ...(options.tls ? { https: { ...readTls(options.tls), ...timeouts } } : {}),
+    ...(tls ? { https: { ...tls, ...timeouts } } : {}),
     logger: false, // a request log could carry bearer tokens and lease ids
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     // Lease ids and percent-encoded 256-byte names are longer than find-my-way's default of 100.
