@@ -137,6 +137,12 @@ export type WorkerTask =
   | { task: 'permits'; name: string; file: string; iterations: number; permits: number; ttl: number }
   /** Campaigns in an election; prints "leader <token>", then "lost <code>" when its signal aborts. */
   | { task: 'campaign'; name: string; ttl: number; value: string }
+  /**
+   * Holds `name` (mutex), `name/leader` (election) and `name/m1`+`name/m2` (multi), then stops
+   * itself (prints "stopping"); once continued prints "look <sync|immediate|timer> <json>": what
+   * each hold's held / signal say at its first looks.
+   */
+  | { task: 'freeze'; name: string; ttl: number }
 
 export class Worker {
   private readonly seen: string[] = []

@@ -76,6 +76,32 @@ switch (task.task) {
     await new Promise(() => {}) // until killed
     break
   }
+  case 'freeze': {
+    // A lease, a leadership and a multi-lock set, each with the signal taken
+    // before the freeze (as code that holds on to it would): the worker then
+    // stops itself (SIGSTOP, so nothing of it runs after "stopping" until
+    // the parent's SIGCONT) with a timer and an immediate already due.
+    const lease = await baton.mutex(task.name, { ttl: task.ttl }).acquire({ autoExtend: true })
+    const leadership = await baton.election(`${task.name}/leader`, { ttl: task.ttl }).campaign({ value: 'frozen' })
+    const set = await baton.multi([`${task.name}/m1`, `${task.name}/m2`], { ttl: task.ttl }).acquire()
+    const held = { lease, leadership, set }
+    const signals = { lease: lease.signal, leadership: leadership.signal, set: set.signal }
+    const look = (when: string): void => {
+      // Signals first: the captured one must be right without any getter of its holder having run.
+      const seen = Object.entries(held).map(([what, h]) => {
+        const signal = signals[what as keyof typeof signals]
+        return { what, aborted: signal.aborted, code: (signal.reason as { code?: string } | undefined)?.code, held: h.held, fresh: h.signal.aborted }
+      })
+      console.log(`look ${when} ${JSON.stringify(seen)}`)
+    }
+    setTimeout(() => look('timer'), 1)
+    setImmediate(() => look('immediate'))
+    console.log('stopping')
+    process.kill(process.pid, 'SIGSTOP')
+    look('sync')
+    await new Promise(() => {}) // until killed
+    break
+  }
   case 'wait': {
     diagnostics_channel.subscribe('baton:wait', () => console.log('waiting'))
     const lease = await baton.mutex(task.name, { ttl: task.ttl, fair: task.fair ?? false }).acquire({ autoExtend: true })
