@@ -138,9 +138,9 @@ export type WorkerTask =
   /** Campaigns in an election; prints "leader <token>", then "lost <code>" when its signal aborts. */
   | { task: 'campaign'; name: string; ttl: number; value: string }
   /**
-   * Holds `name` (mutex), `name/leader` (election) and `name/m1`+`name/m2` (multi), then stops
-   * itself (prints "stopping"); once continued prints "look <sync|immediate|timer> <json>": what
-   * each hold's held / signal say at its first looks.
+   * For each of "sync", "immediate", "timer": holds `name/<look>` (mutex), its election and a
+   * multi set (lapse.ts); then stops itself (prints "stopping"); once continued prints
+   * "look <look> <json>": what those holds' held / signal say at that first look.
    */
   | { task: 'freeze'; name: string; ttl: number }
 

@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline'
 import diagnostics_channel from 'node:diagnostics_channel'
 import { connect } from '../../src/index.js'
 import type { WorkerTask } from './context.js'
+import { holdAll, LOOKS } from './lapse.js'
 
 const task = JSON.parse(process.argv[2]!) as WorkerTask & { url: string }
 const baton = await connect(task.url)
@@ -77,23 +78,12 @@ switch (task.task) {
     break
   }
   case 'freeze': {
-    // A lease, a leadership and a multi-lock set, each with the signal taken
-    // before the freeze (as code that holds on to it would): the worker then
-    // stops itself (SIGSTOP, so nothing of it runs after "stopping" until
-    // the parent's SIGCONT) with a timer and an immediate already due.
-    const lease = await baton.mutex(task.name, { ttl: task.ttl }).acquire({ autoExtend: true })
-    const leadership = await baton.election(`${task.name}/leader`, { ttl: task.ttl }).campaign({ value: 'frozen' })
-    const set = await baton.multi([`${task.name}/m1`, `${task.name}/m2`], { ttl: task.ttl }).acquire()
-    const held = { lease, leadership, set }
-    const signals = { lease: lease.signal, leadership: leadership.signal, set: set.signal }
-    const look = (when: string): void => {
-      // Signals first: the captured one must be right without any getter of its holder having run.
-      const seen = Object.entries(held).map(([what, h]) => {
-        const signal = signals[what as keyof typeof signals]
-        return { what, aborted: signal.aborted, code: (signal.reason as { code?: string } | undefined)?.code, held: h.held, fresh: h.signal.aborted }
-      })
-      console.log(`look ${when} ${JSON.stringify(seen)}`)
-    }
+    // Holds of its own for each look; then the worker stops itself (SIGSTOP:
+    // nothing of it runs after "stopping" until the parent's SIGCONT), with a
+    // timer and an immediate already due. The sync look is the first code
+    // after the stop; the timer falls due before any of the client's own.
+    const holds = Object.fromEntries(await Promise.all(LOOKS.map(async (when) => [when, await holdAll(baton, `${task.name}/${when}`, task.ttl)] as const)))
+    const look = (when: (typeof LOOKS)[number]) => console.log(`look ${when} ${JSON.stringify(holds[when]!.look())}`)
     setTimeout(() => look('timer'), 1)
     setImmediate(() => look('immediate'))
     console.log('stopping')
