@@ -77,7 +77,10 @@ export function badInput(ctx: SuiteContext): void {
       const known = urlOptionsOf(scheme)
       const withOption = (option: string) => `${url}${url.includes('?') ? '&' : '?'}${option}`
       const refusal = async (option: string) => {
-        const error = await connect(withOption(option)).catch((e: unknown) => e)
+        const error = await connect(withOption(option)).then(async (client) => {
+          await client.close() // taken where it should have been refused: leave nothing open
+          return client
+        }, (e: unknown) => e)
         assert.ok(invalid(error), `${option}: ${String(error)}`)
         ctx.assertClean('the refusal', error)
         return (error as Error).message
