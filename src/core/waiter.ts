@@ -100,7 +100,7 @@ async function attempts(
   let named: HolderSummary | undefined
   /** LOCK_TIMEOUT naming who holds the name: `holder` (the last answer's), else a last read, else `named`. */
   const timeout = async (holder: HolderSummary | undefined, lastRead = holder ? undefined : holderNow(driver, request.name, request.owner)) =>
-    lockTimeout(request.name, Math.round(monotonicNow() - started), holder ?? (await lastRead) ?? named)
+    lockTimeout(request.name, waitMs === 0 ? 0 : Math.round(monotonicNow() - started), holder ?? (await lastRead) ?? named)
   for (;;) {
     const sentAt = monotonicNow()
     const lossesBefore = route.losses
