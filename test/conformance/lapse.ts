@@ -18,20 +18,24 @@ export interface Look {
 
 export type Holds = Awaited<ReturnType<typeof holdAll>>
 
+/** Whether the client's store offers leader election (Redlock refuses it). */
+export const elects = (client: Baton): boolean => client.driver.electionRefusal === undefined
+
 export async function holdAll(client: Baton, name: string, ttl: number) {
   const holds = {
     lease: await client.mutex(name, { ttl }).acquire({ autoExtend: true }),
-    leadership: await client.election(`${name}/leader`, { ttl }).campaign(),
+    leadership: elects(client) ? await client.election(`${name}/leader`, { ttl }).campaign() : undefined,
     set: await client.multi([`${name}/m1`, `${name}/m2`], { ttl }).acquire(),
   }
-  const signals = { lease: holds.lease.signal, leadership: holds.leadership.signal, set: holds.set.signal }
+  const signals = { lease: holds.lease.signal, leadership: holds.leadership?.signal, set: holds.set.signal }
   /** Each hold's signal taken before is read first: it must be right before any getter of its hold ran. */
-  const look = (): Look[] => Object.entries(holds).map(([what, hold]) => {
+  const look = (): Look[] => Object.entries(holds).flatMap(([what, hold]) => {
     const signal = signals[what as keyof typeof signals]
-    return { what, aborted: signal.aborted, code: (signal.reason as { code?: string } | undefined)?.code, held: hold.held, fresh: hold.signal.aborted }
+    if (!hold || !signal) return []
+    return [{ what, aborted: signal.aborted, code: (signal.reason as { code?: string } | undefined)?.code, held: hold.held, fresh: hold.signal.aborted }]
   })
   /** Longest time left of any part, by the monotonic clock. */
-  const remainingMs = () => Math.max(holds.lease.remainingMs(), holds.leadership.lease.remainingMs(), ...holds.set.leases.map((l) => l.remainingMs()))
+  const remainingMs = () => Math.max(holds.lease.remainingMs(), holds.leadership?.lease.remainingMs() ?? 0, ...holds.set.leases.map((l) => l.remainingMs()))
   return { ...holds, look, remainingMs }
 }
 

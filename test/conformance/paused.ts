@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { performance } from 'node:perf_hooks'
 import { describe, it } from 'node:test'
 import { sleep, withTimeout, type SuiteContext } from './context.js'
-import { holdAll, LAPSED, LOOKS, type Look } from './lapse.js'
+import { elects, holdAll, LAPSED, LOOKS, type Look } from './lapse.js'
 import { ms } from '../harness/timing.js'
 
 /**
@@ -30,7 +30,7 @@ export function pausedHolders(ctx: SuiteContext): void {
       for (const when of LOOKS) {
         taken.push(
           await other.mutex(`${name}/${when}`).acquire({ wait }),
-          await other.election(`${name}/${when}/leader`).campaign({ wait }),
+          ...(elects(other) ? [await other.election(`${name}/${when}/leader`).campaign({ wait })] : []),
           await other.multi([`${name}/${when}/m1`, `${name}/${when}/m2`]).acquire({ wait }),
         )
       }
@@ -60,7 +60,7 @@ export function pausedHolders(ctx: SuiteContext): void {
       for (const [when, looks] of seen) assertLapsed(when, looks)
       for (const held of Object.values(holds)) {
         await held.set.release()
-        await held.leadership.resign()
+        await held.leadership?.resign()
         await held.lease.release()
       }
     })
@@ -68,7 +68,7 @@ export function pausedHolders(ctx: SuiteContext): void {
 }
 
 function assertLapsed(when: string, looks: Look[]): void {
-  assert.equal(looks.length, 3)
+  assert.ok(looks.length >= 2, `${when}: a lease and a multi set (and a leadership where the store offers elections)`)
   for (const look of looks) assert.deepEqual(look, { what: look.what, ...LAPSED }, `${when}: the ${look.what} looks held after its lease lapsed`)
 }
 
