@@ -222,19 +222,14 @@ const PAST_DEADLINE = Symbol('past deadline')
 /** How long an attempt still in flight at the deadline may take to land before the wait gives up on it. */
 const LATE_ATTEMPT_GRACE_MS = 1000
 
-/** How long a LOCK_TIMEOUT waits at most for the last read of who holds the name. */
-const LAST_READ_MS = 500
-
-/** Who (other than `owner`) holds `name` now, by one read of the store; undefined if nobody or the store does not answer in time. */
-async function holderNow(driver: Driver, name: string, owner: string): Promise<HolderSummary | undefined> {
-  let timer: NodeJS.Timeout | undefined
-  const read = driver.inspect(name).then((info) => info?.holders.find((h) => h.owner !== owner), () => undefined)
-  const unanswered = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), LAST_READ_MS)))
-  try {
-    return await Promise.race([read, unanswered])
-  } finally {
-    clearTimeout(timer)
-  }
+/**
+ * Who (other than `owner`) holds `name` now, by one read of the store;
+ * undefined if nobody, or if the store does not answer within the client's
+ * command timeout (its own bound on every command, so a busy machine's slow
+ * answer still counts and a frozen store's is not waited for without end).
+ */
+function holderNow(driver: Driver, name: string, owner: string): Promise<HolderSummary | undefined> {
+  return driver.inspect(name).then((info) => info?.holders.find((h) => h.owner !== owner), () => undefined)
 }
 
 /** Resolves once `work` settled, or after `ms`, whichever is first. */
