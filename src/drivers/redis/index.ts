@@ -4,10 +4,11 @@ import type {
 } from '../../core/driver.js'
 import { inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { inspect } from 'node:util'
-import { backendUnavailable, invalidArgument } from '../../core/errors.js'
+import { backendUnavailable, invalidArgument, isBatonError } from '../../core/errors.js'
 import { weightField, weightOf } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
 import { WakeRoutes } from '../../core/wake-routes.js'
+import type { Cluster } from 'ioredis'
 import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
 import { baseKey, nameOfKey, scanPattern, shardedWakeChannelPrefix, slotOfName, wakeChannelPrefix } from './keys.js'
 import { loadScripts, Scripts, type ScriptName } from './scripts.js'
@@ -137,7 +138,27 @@ export class RedisDriver implements Driver {
    */
   private readonly releasing = new Map<string, Promise<unknown>>()
 
+  /**
+   * Give-backs (a release without a token: the core undoing an attempt it
+   * reported failed, whose fate it does not know) that the connection could
+   * not carry, by owner and name. Redis may have run the attempt before the
+   * connection dropped; ioredis flushes a give-back queued meanwhile
+   * (maxRetriesPerRequest), which left that attempt's hold for a fresh ttl,
+   * nobody's. Each is sent again after the next reconnect, until answered.
+   * An acquire of the same owner and name replaces it (its answer is the
+   * owner's state from then on).
+   */
+  private readonly giveBacks = new Map<string, LockSpec & { owner: string }>()
+
+  /** Sends again the give-backs that failed for want of a connection (the command connection is ready again). */
+  resendGiveBacks(): void {
+    const pending = [...this.giveBacks.values()]
+    this.giveBacks.clear()
+    for (const hold of pending) this.release(hold).catch(() => {})
+  }
+
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    if (this.giveBacks.size > 0) this.giveBacks.delete(`${request.owner}\0${request.name}`)
     if (this.releasing.size > 0) {
       const release = this.releasing.get(`${request.owner}\0${request.name}`)
       if (release) await release.catch(() => {})
@@ -190,10 +211,14 @@ export class RedisDriver implements Driver {
     // Where the script's fast path may apply, the counter it leaves (release.lua ARGV[8]).
     if ('token' in hold && foreign === 0 && hold.lockDelayMs === 0 && (hold.mode === 'exclusive' || hold.mode === 'write')) argv.push(`${hold.token}|-`)
     const key = `${hold.owner}\0${hold.name}`
+    this.giveBacks.delete(key)
     const sent = this.runArgv('release', hold.name, argv)
     this.releasing.set(key, sent)
     try {
       return Number(await sent) === 1
+    } catch (error) {
+      if (!('token' in hold) && isBatonError(error, 'BACKEND_UNAVAILABLE') && !this.closed) this.giveBacks.set(key, hold)
+      throw error
     } finally {
       if (this.releasing.get(key) === sent) this.releasing.delete(key)
     }
@@ -340,7 +365,11 @@ export class RedisDriver implements Driver {
     return Number(await this.call('forceRelease', name, [this.channelFor(name), this.fenceTtlMs])) > 0
   }
 
+  private closed = false
+
   async close(): Promise<void> {
+    this.closed = true
+    this.giveBacks.clear()
     this.routes.clear()
     this.observers.clear()
     await Promise.allSettled([this.client.quit(), this.subscriber.quit()])
@@ -448,7 +477,12 @@ export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: D
     const sharded = target.cluster && (await majorVersion(client)) >= 7
     subscriber = await openClient(target, options.connectTimeoutMs, sharded ? 'sharded-subscriber' : 'subscriber')
     const driver = new RedisDriver(client, subscriber, target, options.clientId, Math.ceil(options.fenceTtlMs), sharded)
-    if (sharded) return driver
+    // A give-back the connection could not carry goes once it is back (RedisDriver.release).
+    client.on('ready', () => driver.resendGiveBacks())
+    if (sharded) {
+      watchShardedSubscriptions(subscriber as Cluster, driver)
+      return driver
+    }
     await subscriber.subscribe(driver.wakeChannel)
     // After a reconnect (or failover, or CLIENT KILL TYPE pubsub): wake-ups
     // sent meanwhile are lost. Once subscribed again, every waiter checks at
@@ -462,6 +496,28 @@ export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: D
     client.disconnect()
     throw backendUnavailable(`redis store at ${target.display}`, cause)
   }
+}
+
+/**
+ * Sharded pub/sub (Cluster >= 7): ioredis keeps one subscriber per master and
+ * subscribes each slot's channels on the node serving that slot, again
+ * whenever a subscriber connection was lost (killed, a node restarted) or the
+ * slots moved; it reports each such round by 'subscribersReady'. Wake-ups and
+ * notices published in between were lost: every waiter and holder looks
+ * again at once (a missed forced release ends the hold now, a missed
+ * hand-over is found by the waiter's attempt), as on redis:// after a
+ * reconnect, instead of at its next renewal or line refresh.
+ * A node that gives a slot away (a reshard) unsubscribes its clients from
+ * the slot's channels by a pushed "sunsubscribe". ioredis does not expect
+ * it (it reports a queue error for that node), and its subscriber would
+ * stay on the old node until something made it read the slots again: the
+ * slots are read at once, which subscribes on the new owner.
+ */
+function watchShardedSubscriptions(subscriber: Cluster, driver: RedisDriver): void {
+  subscriber.on('subscribersReady', () => driver.nudgeAll())
+  subscriber.on('nodeError', (error: unknown) => {
+    if (error instanceof Error && /\bsunsubscribe\b/.test(error.message)) subscriber.refreshSlotsCache()
+  })
 }
 
 /** The server's major version (a cluster answers from one of its nodes; all run one version). */
