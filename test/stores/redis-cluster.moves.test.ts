@@ -48,6 +48,7 @@ describe('redis cluster: lost subscriptions and moved slots', () => {
       const name = 'moves/killed-subscriber'
       const lease = await holder!.mutex(name, { ttl: TTL }).acquire()
       const waiting = waiter!.mutex(name, { ttl: TTL }).acquire({ wait: ms(120_000) })
+      waiting.catch(() => {}) // awaited below; a failure is the test's, not an unhandled rejection
       const node = await clusterSlotOwner(cluster, slotOfName(name))
       // Both clients' subscribers on the slot's node are up (the waiter's, once it is in line).
       let ids: string[] = []
@@ -73,6 +74,7 @@ describe('redis cluster: lost subscriptions and moved slots', () => {
       const slot = slotOfName(name)
       const lease = await holder!.mutex(name, { ttl: TTL }).acquire()
       const waiting = waiter!.mutex(name, { ttl: TTL }).acquire({ wait: ms(120_000) })
+      waiting.catch(() => {}) // awaited below; a failure is the test's, not an unhandled rejection
       await withTimeout((async () => {
         while ((await admin!.inspect(name))?.waiters.length !== 1) await new Promise((r) => setTimeout(r, 20))
       })(), ms(10_000), 'the waiter in line')
@@ -115,6 +117,7 @@ describe('redis cluster: lost subscriptions and moved slots', () => {
       // Both clients subscribed to the slot on its first node.
       const first = await holder!.mutex(name, { ttl: TTL }).acquire()
       const queued = waiter!.mutex(name, { ttl: TTL }).acquire({ wait: ms(120_000) })
+      queued.catch(() => {})
       await first.release()
       await (await withTimeout(queued, PROMPT, 'the first hand-over')).release()
       const from = await clusterSlotOwner(cluster, slot)
@@ -122,6 +125,7 @@ describe('redis cluster: lost subscriptions and moved slots', () => {
       // The next hand-over happens on the new owner.
       const lease = await holder!.mutex(name, { ttl: TTL }).acquire()
       const waiting = waiter!.mutex(name, { ttl: TTL }).acquire({ wait: ms(120_000) })
+      waiting.catch(() => {}) // awaited below; a failure is the test's, not an unhandled rejection
       await withTimeout((async () => {
         while ((await holder!.inspect(name))?.waiters.length !== 1) await new Promise((r) => setTimeout(r, 20))
       })(), ms(10_000), 'the waiter in line')
