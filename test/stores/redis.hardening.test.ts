@@ -403,6 +403,32 @@ describe('redis: an attempt reported failed never takes effect later (ghost hold
     assert.equal(await (await client()).inspect(name), null, 'nobody holds the name: the failed attempt did not run after the reconnect')
   })
 
+  it('a forced release cut off on its way, failed by its deadline, does not end the next holder\'s hold after the reconnect', async () => {
+    const { baton } = await faultyClient()
+    const name = fresh('ghost-force')
+    const dead = await freePort()
+    const first = await (await client()).mutex(name, { ttl: ms(60_000) }).acquire()
+    await first.release()
+    proxy.pause() // the forced release stays in the proxy: Redis never sees this copy
+    let forced: Promise<unknown>
+    try {
+      forced = baton.forceRelease(name)
+      await sleep(ms(50))
+      proxy.retarget(dead)
+      proxy.dropConnections()
+    } finally {
+      proxy.resume()
+    }
+    const error = await forced.catch((e: unknown) => e)
+    assert.ok(isBatonError(error, 'BACKEND_UNAVAILABLE'), String(error))
+    // The caller was told it failed; someone takes the name meanwhile.
+    const next = await (await client()).mutex(name, { ttl: ms(60_000) }).acquire()
+    await heal(baton, name)
+    assert.equal((await (await client()).inspect(name))?.holders[0]?.owner, next.owner, 'the next holder still holds')
+    assert.equal(next.signal.aborted, false)
+    await next.release()
+  })
+
   it('an attempt that ran but whose reply was cut off is undone after the reconnect, though its give-back failed', async () => {
     const { baton, giveBacks } = await faultyClient()
     const name = fresh('ghost-ran')
