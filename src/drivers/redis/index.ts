@@ -242,11 +242,16 @@ export class RedisDriver implements Driver {
   /** Election observers by notice channel; one subscription per channel in use. */
   private readonly observers = new Map<string, Set<() => void>>()
 
+  /** The names observed here, each renewing its "observed" mark in the store (observe.lua) until its last observer leaves. */
+  private readonly marks = new Map<string, NodeJS.Timeout>()
+
   /**
    * The scripts publish on "<wake-up channel prefix>=<base key>" when a
    * hold carrying a value (a leader's) is granted, handed over, released,
-   * proclaimed or forced (scripts/basics.lua). Expiry is passive in Redis
-   * (no script runs), so the core also reads again at the leader's lease end.
+   * proclaimed or forced, and so for any exclusive hold while the name is
+   * marked observed (scripts/basics.lua): a plain mutex's holder is a
+   * leader to observe() too. Expiry is passive in Redis (no script runs),
+   * so the core also reads again at the leader's lease end.
    */
   observe(name: string, onChange: () => void): () => void {
     const channel = `${this.channelFor(name)}${NOTICE_MARK}${baseKey(this.target.keyPrefix, name)}`
@@ -254,15 +259,19 @@ export class RedisDriver implements Driver {
     const entry = () => onChange()
     if (!set) {
       this.observers.set(channel, (set = new Set()))
-      // Once subscribed, a look: a change between the caller's first read and the subscription is not missed.
+      const mark = () => this.call('observe', name, [OBSERVED_MARK_MS])
+      this.marks.set(channel, setInterval(() => mark().catch(() => {}), OBSERVED_MARK_MS / 3).unref())
+      // Once subscribed and marked, a look: a change between the caller's first read and then is not missed.
       const subscribed = this.sharded ? this.subscriber.ssubscribe(channel) : this.subscriber.subscribe(channel)
-      subscribed.then(() => this.notices(channel), () => this.notices(channel))
+      Promise.allSettled([subscribed, mark()]).then(() => this.notices(channel))
     }
     set.add(entry)
     return () => {
       set.delete(entry)
       if (set.size > 0 || this.observers.get(channel) !== set) return
       this.observers.delete(channel)
+      clearInterval(this.marks.get(channel))
+      this.marks.delete(channel)
       const dropped = this.sharded ? this.subscriber.sunsubscribe(channel) : this.subscriber.unsubscribe(channel)
       dropped.catch(() => {})
     }
@@ -372,6 +381,8 @@ export class RedisDriver implements Driver {
     this.giveBacks.clear()
     this.routes.clear()
     this.observers.clear()
+    for (const timer of this.marks.values()) clearInterval(timer)
+    this.marks.clear()
     await Promise.allSettled([this.client.quit(), this.subscriber.quit()])
     this.client.disconnect()
     this.subscriber.disconnect()
@@ -439,6 +450,13 @@ function foreignDetail(cause: Error): string {
 function noteOf(description: string | undefined, value: string | undefined): string | undefined {
   return value === undefined ? description : `${description ?? ''}\0${value}`
 }
+
+/**
+ * How long a name stays marked observed without its observers' renewal
+ * (every third of it). A client gone without unobserving leaves its names
+ * on the slow paths that long at most.
+ */
+const OBSERVED_MARK_MS = 60_000
 
 /** Marks an election observers' channel apart from the clients' wake-up channels (client ids have no "="). */
 const NOTICE_MARK = '='

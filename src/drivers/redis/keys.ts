@@ -19,7 +19,7 @@ export function baseKey(prefix: string, name: string): string {
  * try again (some moved already), or sends it to the importing node (none
  * here), so a script never runs on a node holding part of a name's state.
  */
-export const NAME_KEY_SUFFIXES = ['x', 'h', 'd', 't', 'q', 'qi', 'rq', 'rqi'] as const
+export const NAME_KEY_SUFFIXES = ['x', 'h', 'd', 't', 'q', 'qi', 'o', 'rq', 'rqi'] as const
 
 /** The hold key of a name: the exclusive hold, or the fencing counter while free (scripts/basics.lua). */
 export function holdKey(prefix: string, name: string): string {

@@ -26,6 +26,7 @@ export const SCRIPTS = {
   inspect: { file: 'inspect', numberOfKeys: 1 },
   downgrade: { file: 'downgrade', numberOfKeys: 1 },
   proclaim: { file: 'proclaim', numberOfKeys: 1 },
+  observe: { file: 'observe', numberOfKeys: 1 },
   // Used by the Redlock driver, which runs the scripts above on each of its nodes.
   redlockLine: { file: 'redlock-line', numberOfKeys: 1 },
   raiseToken: { file: 'raise-token', numberOfKeys: 1 },
