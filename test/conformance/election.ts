@@ -107,6 +107,26 @@ export function election(ctx: SuiteContext): void {
       stop.abort()
     })
 
+    it('observe() follows a plain mutex\'s holder as the leader (a hold with no value): taken, handed over, released', async (t) => {
+      const why = await refused()
+      if (why) return t.skip(why)
+      const [a, b, watcher] = [await ctx.client(), await ctx.client(), await ctx.client()]
+      const name = ctx.name('election-observe-mutex')
+      const stop = new AbortController()
+      const feed = follow(watcher, name, stop.signal)
+      assert.equal(await feed.next(), null)
+      const first = await a.mutex(name, { ttl: '30s', fair: true }).acquire()
+      assert.equal((await feed.next())?.token, first.token, 'the plain holder is reported')
+      const waiting = b.mutex(name, { ttl: '30s', fair: true }).acquire({ wait: '30s' })
+      await waitersOf(a, name, 1)
+      await first.release()
+      const second = await waiting
+      assert.equal((await feed.next())?.token, second.token, 'the hand-over is reported')
+      await second.release()
+      assert.equal(await feed.next(), null, 'the release is reported')
+      stop.abort()
+    })
+
     it('observe() sees every change in order, terms never going back', async (t) => {
       const why = await refused()
       if (why) return t.skip(why)

@@ -4,10 +4,11 @@ import type {
 } from '../../core/driver.js'
 import { inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { inspect } from 'node:util'
-import { backendUnavailable, invalidArgument } from '../../core/errors.js'
+import { backendUnavailable, invalidArgument, isBatonError } from '../../core/errors.js'
 import { weightField, weightOf } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
 import { WakeRoutes } from '../../core/wake-routes.js'
+import type { Cluster } from 'ioredis'
 import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
 import { baseKey, nameOfKey, scanPattern, shardedWakeChannelPrefix, slotOfName, wakeChannelPrefix } from './keys.js'
 import { loadScripts, Scripts, type ScriptName } from './scripts.js'
@@ -137,7 +138,27 @@ export class RedisDriver implements Driver {
    */
   private readonly releasing = new Map<string, Promise<unknown>>()
 
+  /**
+   * Give-backs (a release without a token: the core undoing an attempt it
+   * reported failed, whose fate it does not know) that the connection could
+   * not carry, by owner and name. Redis may have run the attempt before the
+   * connection dropped; ioredis flushes a give-back queued meanwhile
+   * (maxRetriesPerRequest), which left that attempt's hold for a fresh ttl,
+   * nobody's. Each is sent again after the next reconnect, until answered.
+   * An acquire of the same owner and name replaces it (its answer is the
+   * owner's state from then on).
+   */
+  private readonly giveBacks = new Map<string, LockSpec & { owner: string }>()
+
+  /** Sends again the give-backs that failed for want of a connection (the command connection is ready again). */
+  resendGiveBacks(): void {
+    const pending = [...this.giveBacks.values()]
+    this.giveBacks.clear()
+    for (const hold of pending) this.release(hold).catch(() => {})
+  }
+
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    if (this.giveBacks.size > 0) this.giveBacks.delete(`${request.owner}\0${request.name}`)
     if (this.releasing.size > 0) {
       const release = this.releasing.get(`${request.owner}\0${request.name}`)
       if (release) await release.catch(() => {})
@@ -190,10 +211,14 @@ export class RedisDriver implements Driver {
     // Where the script's fast path may apply, the counter it leaves (release.lua ARGV[8]).
     if ('token' in hold && foreign === 0 && hold.lockDelayMs === 0 && (hold.mode === 'exclusive' || hold.mode === 'write')) argv.push(`${hold.token}|-`)
     const key = `${hold.owner}\0${hold.name}`
+    this.giveBacks.delete(key)
     const sent = this.runArgv('release', hold.name, argv)
     this.releasing.set(key, sent)
     try {
       return Number(await sent) === 1
+    } catch (error) {
+      if (!('token' in hold) && isBatonError(error, 'BACKEND_UNAVAILABLE') && !this.closed) this.giveBacks.set(key, hold)
+      throw error
     } finally {
       if (this.releasing.get(key) === sent) this.releasing.delete(key)
     }
@@ -217,11 +242,16 @@ export class RedisDriver implements Driver {
   /** Election observers by notice channel; one subscription per channel in use. */
   private readonly observers = new Map<string, Set<() => void>>()
 
+  /** The names observed here, each renewing its "observed" mark in the store (observe.lua) until its last observer leaves. */
+  private readonly marks = new Map<string, NodeJS.Timeout>()
+
   /**
    * The scripts publish on "<wake-up channel prefix>=<base key>" when a
    * hold carrying a value (a leader's) is granted, handed over, released,
-   * proclaimed or forced (scripts/basics.lua). Expiry is passive in Redis
-   * (no script runs), so the core also reads again at the leader's lease end.
+   * proclaimed or forced, and so for any exclusive hold while the name is
+   * marked observed (scripts/basics.lua): a plain mutex's holder is a
+   * leader to observe() too. Expiry is passive in Redis (no script runs),
+   * so the core also reads again at the leader's lease end.
    */
   observe(name: string, onChange: () => void): () => void {
     const channel = `${this.channelFor(name)}${NOTICE_MARK}${baseKey(this.target.keyPrefix, name)}`
@@ -229,15 +259,19 @@ export class RedisDriver implements Driver {
     const entry = () => onChange()
     if (!set) {
       this.observers.set(channel, (set = new Set()))
-      // Once subscribed, a look: a change between the caller's first read and the subscription is not missed.
+      const mark = () => this.call('observe', name, [OBSERVED_MARK_MS])
+      this.marks.set(channel, setInterval(() => mark().catch(() => {}), OBSERVED_MARK_MS / 3).unref())
+      // Once subscribed and marked, a look: a change between the caller's first read and then is not missed.
       const subscribed = this.sharded ? this.subscriber.ssubscribe(channel) : this.subscriber.subscribe(channel)
-      subscribed.then(() => this.notices(channel), () => this.notices(channel))
+      Promise.allSettled([subscribed, mark()]).then(() => this.notices(channel))
     }
     set.add(entry)
     return () => {
       set.delete(entry)
       if (set.size > 0 || this.observers.get(channel) !== set) return
       this.observers.delete(channel)
+      clearInterval(this.marks.get(channel))
+      this.marks.delete(channel)
       const dropped = this.sharded ? this.subscriber.sunsubscribe(channel) : this.subscriber.unsubscribe(channel)
       dropped.catch(() => {})
     }
@@ -340,9 +374,15 @@ export class RedisDriver implements Driver {
     return Number(await this.call('forceRelease', name, [this.channelFor(name), this.fenceTtlMs])) > 0
   }
 
+  private closed = false
+
   async close(): Promise<void> {
+    this.closed = true
+    this.giveBacks.clear()
     this.routes.clear()
     this.observers.clear()
+    for (const timer of this.marks.values()) clearInterval(timer)
+    this.marks.clear()
     await Promise.allSettled([this.client.quit(), this.subscriber.quit()])
     this.client.disconnect()
     this.subscriber.disconnect()
@@ -411,6 +451,13 @@ function noteOf(description: string | undefined, value: string | undefined): str
   return value === undefined ? description : `${description ?? ''}\0${value}`
 }
 
+/**
+ * How long a name stays marked observed without its observers' renewal
+ * (every third of it). A client gone without unobserving leaves its names
+ * on the slow paths that long at most.
+ */
+const OBSERVED_MARK_MS = 60_000
+
 /** Marks an election observers' channel apart from the clients' wake-up channels (client ids have no "="). */
 const NOTICE_MARK = '='
 
@@ -448,7 +495,12 @@ export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: D
     const sharded = target.cluster && (await majorVersion(client)) >= 7
     subscriber = await openClient(target, options.connectTimeoutMs, sharded ? 'sharded-subscriber' : 'subscriber')
     const driver = new RedisDriver(client, subscriber, target, options.clientId, Math.ceil(options.fenceTtlMs), sharded)
-    if (sharded) return driver
+    // A give-back the connection could not carry goes once it is back (RedisDriver.release).
+    client.on('ready', () => driver.resendGiveBacks())
+    if (sharded) {
+      watchShardedSubscriptions(subscriber as Cluster, driver)
+      return driver
+    }
     await subscriber.subscribe(driver.wakeChannel)
     // After a reconnect (or failover, or CLIENT KILL TYPE pubsub): wake-ups
     // sent meanwhile are lost. Once subscribed again, every waiter checks at
@@ -462,6 +514,28 @@ export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: D
     client.disconnect()
     throw backendUnavailable(`redis store at ${target.display}`, cause)
   }
+}
+
+/**
+ * Sharded pub/sub (Cluster >= 7): ioredis keeps one subscriber per master and
+ * subscribes each slot's channels on the node serving that slot, again
+ * whenever a subscriber connection was lost (killed, a node restarted) or the
+ * slots moved; it reports each such round by 'subscribersReady'. Wake-ups and
+ * notices published in between were lost: every waiter and holder looks
+ * again at once (a missed forced release ends the hold now, a missed
+ * hand-over is found by the waiter's attempt), as on redis:// after a
+ * reconnect, instead of at its next renewal or line refresh.
+ * A node that gives a slot away (a reshard) unsubscribes its clients from
+ * the slot's channels by a pushed "sunsubscribe". ioredis does not expect
+ * it (it reports a queue error for that node), and its subscriber would
+ * stay on the old node until something made it read the slots again: the
+ * slots are read at once, which subscribes on the new owner.
+ */
+function watchShardedSubscriptions(subscriber: Cluster, driver: RedisDriver): void {
+  subscriber.on('subscribersReady', () => driver.nudgeAll())
+  subscriber.on('nodeError', (error: unknown) => {
+    if (error instanceof Error && /\bsunsubscribe\b/.test(error.message)) subscriber.refreshSlotsCache()
+  })
 }
 
 /** The server's major version (a cluster answers from one of its nodes; all run one version). */
