@@ -201,7 +201,7 @@ export const schemas = operations({
               additionalProperties: false,
               properties: {
                 leaseId: { type: 'string' },
-                status: { type: 'string', enum: ['extended', 'lost', 'forbidden'] },
+                status: { type: 'string', enum: ['extended', 'lost', 'forbidden'], description: 'lost: gone from the store, or not a lease id of this store\'s servers (edited, forged); forbidden: the token may not lock its name, is over its hold quota here, or its lock delay is above --max-lock-delay now' },
                 expiresAt: { type: 'integer' },
                 ttlMs: { type: 'integer' },
               },
