@@ -94,6 +94,10 @@ async function refusedEverywhere(base: string, id: string, what: string, headers
   const release = await call(base, 'POST', '/v1/leases/release', { leaseId: id }, headers)
   assert.ok(release.status === 404 || release.status === 403, `${what}: release → ${release.status}`)
   assert.equal((await call(base, 'POST', '/v1/multi/release', { leases: [id] }, headers)).status, 404, `${what}: multi release`)
+  for (const route of ['proclaim', 'resign']) {
+    const answer = await call(base, 'POST', `/v1/elections/${encodeURIComponent(parse(id).name)}/${route}`, route === 'proclaim' ? { leaseId: id, value: 'x' } : { leaseId: id }, headers)
+    assert.equal(answer.status, 404, `${what}: election ${route} → ${answer.status}`)
+  }
 }
 
 describe('lease ids no client can edit', () => {
