@@ -107,6 +107,22 @@ export function election(ctx: SuiteContext): void {
       stop.abort()
     })
 
+    it('observe reports a plain-mutex leader', async (t) => {
+      const why = await refused()
+      if (why) return t.skip(why)
+      const [a, watcher] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('election-plain')
+      const stop = new AbortController()
+      const feed = follow(watcher, name, stop.signal)
+      assert.equal(await feed.next(), null)
+      // A plain mutex on the name is a candidate without a value (docs/election.md).
+      const lease = await a.mutex(name, { ttl: '10s' }).acquire()
+      assert.deepEqual(await feed.next(), { value: '', token: lease.token }, 'a plain-mutex leader is reported')
+      await lease.release()
+      assert.equal(await feed.next(), null, 'its release too')
+      stop.abort()
+    })
+
     it('observe() sees every change in order, terms never going back', async (t) => {
       const why = await refused()
       if (why) return t.skip(why)
