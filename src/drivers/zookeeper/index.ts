@@ -177,11 +177,16 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   /**
    * The node's data carries the value (encodeNote's "v"): set again in
    * place. Its data version goes above 0, which marks a *write* node
-   * downgraded; a leader's node is exclusive, which that never changes.
+   * downgraded; a leader's node is exclusive, which that never changes. A
+   * hold this client does not know (granted through another client: a lock
+   * server's peer on the same store) is found by its owner, in its node's
+   * name, and its token.
    */
   async proclaim(hold: HoldRef, value: string): Promise<boolean> {
+    if (hold.mode !== 'exclusive') return false
     const slot = this.slots.get(hold.owner)
-    if (!slot || !slot.held || slot.token !== hold.token || slot.name !== hold.name || slot.mode !== 'exclusive') return false
+    if (!slot) return this.proclaimOthers(hold, value)
+    if (!slot.held || slot.token !== hold.token || slot.name !== hold.name || slot.mode !== 'exclusive') return false
     const note = encodeNote({ ...decodeNote(slot.note), value })
     try {
       await slot.session.setData(slot.id, Buffer.from(note))
@@ -193,6 +198,29 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       throw await zkDiagnosis(this.target, error)
     }
     slot.note = note
+    return true
+  }
+
+  /** proclaim() for another client's hold: its node must lead the line with the token; its data is set only as read. */
+  private async proclaimOthers(hold: HoldRef, value: string): Promise<boolean> {
+    const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+    const parent = parentOf(hold.name)
+    const read = await this.guard(session.childrenWithStat(parent)
+      .catch((e: unknown) => (errorCode(e) === Exception.NO_NODE ? undefined : Promise.reject(e))))
+    const head = read && this.parseLine(parent, read.children)[0]
+    if (!read || !head || head.owner !== hold.owner || tokenOf(read.stat, head.id.slice(parent.length + 1)) !== hold.token) return false
+    const node = await this.guard(session.getData(head.id))
+    if (!node) return false
+    const note = encodeNote({ ...decodeNote(node.data.toString()), value })
+    try {
+      await session.setData(head.id, Buffer.from(note), node.stat.version)
+    } catch (error) {
+      const code = errorCode(error)
+      if (code === Exception.NO_NODE) return false
+      // Changed since it was read (another proclaim): the newest value wins, so read it again.
+      if (code === Exception.BAD_VERSION) return this.proclaimOthers(hold, value)
+      throw await zkDiagnosis(this.target, error)
+    }
     return true
   }
 

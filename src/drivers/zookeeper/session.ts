@@ -267,8 +267,9 @@ export class ZkSession {
     return this.call<string>((done) => this.client.mkdirp(path, (e, p) => done(e, p)))
   }
 
-  setData(path: string, data: Buffer): Promise<Stat> {
-    return this.call<Stat>((done) => this.client.setData(path, data, -1, (e, stat) => done(e, stat)))
+  /** Sets the node's data; with `version`, only if the node is still at that data version (else BAD_VERSION). */
+  setData(path: string, data: Buffer, version = -1): Promise<Stat> {
+    return this.call<Stat>((done) => this.client.setData(path, data, version, (e, stat) => done(e, stat)))
   }
 
   close(): void {
