@@ -66,8 +66,8 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   private readonly parents = new Map<string, { count: number; linger?: NodeJS.Timeout }>()
   /** Write nodes seen downgraded (their data was set again: version > 0): they block writers only. */
   private readonly downgraded = new Set<string>()
-  /** Removals of expired holds' nodes at the end of their lock delay. */
-  private readonly delays = new Set<NodeJS.Timeout>()
+  /** Removals of expired holds' nodes at the end of their lock delay, with the node each removes. */
+  private readonly delays = new Map<NodeJS.Timeout, ZkSlot>()
   private closed = false
 
   constructor(private readonly target: ZkTarget, private readonly clientId: string) {}
@@ -345,14 +345,38 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     for (const slot of this.slots.byOwner.values()) {
       if (slot.held) this.slots.wake(slot.owner, { type: 'lost', reason: 'its client was closed, which ends its ZooKeeper session and every node of it' })
     }
-    const waiting = this.slots.clear()
-    await Promise.all(waiting.map((s) => this.removeNode(s.session, s.id).catch(() => {})))
+    const entries = [...this.slots.byOwner.values()]
+    this.slots.clear()
     for (const entry of this.parents.values()) clearTimeout(entry.linger)
     this.observed.clear()
-    // Closing the sessions removes nodes kept for a lock delay too: a closed client's delays end with it.
-    for (const timer of this.delays) clearTimeout(timer)
+    // A closed client's delays end with it, as its sessions do.
+    const phantoms = [...this.delays.values()]
+    for (const timer of this.delays.keys()) clearTimeout(timer)
+    this.delays.clear()
+    const names = new Set([...this.parents.keys(), ...entries.map((e) => e.name), ...phantoms.map((p) => p.name)])
+    await this.tidyUp([...entries, ...phantoms], [...names])
     for (const pending of this.sessions.values()) void pending.then((s) => s.close(), () => {})
     this.sessions.clear()
+  }
+
+  /**
+   * On close: this client's nodes go now (closing the sessions would take
+   * them too), then the parents of the names it used, each only if empty
+   * (ZooKeeper refuses to remove a node with children: another client's
+   * entries keep theirs), so a clean close leaves no empty parent behind.
+   * Bounded by the command timeout: a silent ensemble is not waited for
+   * (a parent left then is removed by the next client that empties it).
+   */
+  private async tidyUp(nodes: readonly ZkSlot[], names: readonly string[]): Promise<void> {
+    const work = (async () => {
+      await Promise.all(nodes.map((n) => this.removeNode(n.session, n.id).catch(() => {})))
+      const session = nodes[0]?.session ?? await [...this.sessions.values()][0]?.catch(() => undefined)
+      if (!session || session.expired) return
+      await Promise.all(names.map((name) => session.remove(parentOf(name)).catch(() => {})))
+    })()
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([work, new Promise((resolve) => (timer = setTimeout(resolve, this.target.commandTimeoutMs)))])
+    clearTimeout(timer)
   }
 
   // ---- SlotStore ----
@@ -374,7 +398,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       this.slots.deleteEntry(slot)
     }, slot.lockDelayMs)
     timer.unref()
-    this.delays.add(timer)
+    this.delays.set(timer, slot)
   }
 
   async readLine(slot: ZkSlot): Promise<{ line: LineEntry[]; marker: unknown }> {
