@@ -46,6 +46,8 @@ interface Observed {
   readonly observers: Set<() => void>
   readonly onEvent: (event: Event) => void
   session?: ZkSession
+  /** The paths its watches are set on now (the name's node, its first entry), forgotten when nobody observes. */
+  readonly paths: Set<string>
 }
 
 /**
@@ -236,6 +238,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
         // One function per name: the client library keeps a watcher once per path, so arming again adds none.
         // The observers are told once the watches are set again, so a change right after their read is not missed.
         onEvent: () => this.armObserver(name, made),
+        paths: new Set<string>(),
       } as Observed
       entry = made
       this.observed.set(name, made)
@@ -246,8 +249,11 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     kept.observers.add(mine)
     return () => {
       kept.observers.delete(mine)
-      // ZooKeeper watches can not be removed: an unobserved name's last watch fires once more, to nobody.
-      if (kept.observers.size === 0 && this.observed.get(name) === kept) this.observed.delete(name)
+      if (kept.observers.size > 0 || this.observed.get(name) !== kept) return
+      this.observed.delete(name)
+      // ZooKeeper watches can not be removed: this side forgets them (the server's fire once more, to nobody).
+      // (A watch still being set is forgotten by armObserver once set.)
+      for (const path of kept.paths) kept.session?.forgetWatch(path, kept.onEvent)
     }
   }
 
@@ -263,15 +269,21 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     const parent = parentOf(name)
     const arm = async (): Promise<void> => {
       const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
-      if (this.closed) return
+      if (this.closed || this.observed.get(name) !== entry) return
+      if (entry.session && entry.session !== session) for (const path of entry.paths) entry.session.forgetWatch(path, entry.onEvent)
       entry.session = session
+      entry.paths.clear()
+      entry.paths.add(parent)
       const children = await session.childrenWatched(parent, entry.onEvent).catch(async (error: unknown) => {
         if (errorCode(error) !== Exception.NO_NODE) throw error
         return (await session.exists(parent, entry.onEvent)) ? undefined : []
       })
       if (children === undefined) return arm() // made meanwhile
       const head = this.parseLine(parent, children)[0]
+      if (head) entry.paths.add(head.id)
       if (head && !(await session.exists(head.id, entry.onEvent))) return arm() // gone meanwhile
+      // Nobody observes any more: what was just set is forgotten on this side.
+      if (!this.closed && this.observed.get(name) !== entry) for (const path of entry.paths) session.forgetWatch(path, entry.onEvent)
       if (this.closed || this.observed.get(name) !== entry) return
       // Watching now: what changed before the watches were set is read now.
       for (const each of entry.observers) each()
@@ -413,7 +425,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       if (event.getType() === NODE_DATA_CHANGED) this.downgraded.add(event.getPath())
       void this.slots.recheck(slot)
     }
-    void Promise.all(blockers.map((b) => slot.session.exists(b.id, onChange))).then(
+    void Promise.all(blockers.map((b) => slot.session.existsShared(b.id, onChange))).then(
       (stats) => {
         let stale = false
         stats.forEach((stat, i) => {
