@@ -17,17 +17,26 @@
  *   i.e. no renewal confirmed in time, or taken: forced or replaced).
  * - metrics: baton.lock.acquire.duration, baton.lock.active_holds,
  *   baton.lock.hold.duration, baton.lock.losses, baton.lock.timeouts.
+ * - the http:// store sends the active trace context (W3C traceparent) with
+ *   its requests (src/core/trace-context.ts), unless `propagate: false`.
  */
 import type * as Otel from '@opentelemetry/api'
 import { BatonError } from '../core/errors.js'
 import { channels, type AcquireEvent, type HoldEvent, type LostEvent, type WaitEvent } from '../core/events.js'
 import { monotonicNow } from '../core/clock.js'
+import { traceContext } from '../core/trace-context.js'
 
 export interface InstrumentOptions {
   /** Put lock names on spans (`baton.lock.name`); never on metrics. Default false. */
   lockNames?: boolean
   /** The `@opentelemetry/api` module to use; default: loaded with a dynamic import. */
   api?: typeof Otel
+  /**
+   * Send the active trace context (W3C `traceparent`, through the propagator of
+   * your OpenTelemetry setup) with the requests of the http:// store, so the
+   * lock server's spans join the caller's trace. Default true.
+   */
+  propagate?: boolean
   /** Holds followed at once for their hold span and duration; the oldest are ended past it. Default 100,000. */
   maxTrackedHolds?: number
 }
@@ -179,7 +188,10 @@ export async function instrument(options: InstrumentOptions = {}): Promise<() =>
     [channels.wait, onWait], [channels.acquire, onAcquire], [channels.release, onRelease], [channels.lost, onLost], [channels.giveUp, onGiveUp],
   ]
   for (const [channel, listener] of subscriptions) channel.subscribe(listener)
+  const inject = (headers: Record<string, string>) => api.propagation.inject(api.context.active(), headers)
+  if (options.propagate !== false) traceContext.inject = inject
   return () => {
+    if (traceContext.inject === inject) traceContext.inject = undefined
     for (const [channel, listener] of subscriptions) channel.unsubscribe(listener)
     for (const key of [...held.keys()]) end(key, 'untracked')?.span.end()
     waiting.clear()

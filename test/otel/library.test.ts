@@ -5,14 +5,17 @@
  * attributes, the events and the metric values.
  */
 import assert from 'node:assert/strict'
+import { createServer, request as httpRequest, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { context, metrics, trace, type Attributes } from '@opentelemetry/api'
+import { context, metrics, propagation, trace, type Attributes, type Context, type TextMapPropagator, type TextMapSetter } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import { AggregationTemporality, MeterProvider, MetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics'
 import { connect, isBatonError, type Baton } from '../../src/index.js'
 import { instrument } from '../../src/otel/index.js'
 import { startRedis, type RedisServer } from '../harness/servers.js'
+import { startBatonServer } from '../harness/baton-server.js'
 import { ms } from '../harness/timing.js'
 
 class TestReader extends MetricReader {
@@ -27,7 +30,18 @@ const spans = new InMemorySpanExporter()
 const reader = new TestReader()
 const tracer = () => trace.getTracer('test')
 
+/** The W3C traceparent header, as an SDK's propagator writes it (the tests bring no SDK propagator package). */
+const w3c: TextMapPropagator = {
+  inject(ctx: Context, carrier: unknown, setter: TextMapSetter) {
+    const span = trace.getSpanContext(ctx)
+    if (span) setter.set(carrier, 'traceparent', `00-${span.traceId}-${span.spanId}-0${span.traceFlags}`)
+  },
+  extract: (ctx: Context) => ctx,
+  fields: () => ['traceparent'],
+}
+
 before(() => {
+  propagation.setGlobalPropagator(w3c)
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
   trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }))
   metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }))
@@ -156,6 +170,41 @@ describe('baton/otel: spans and metrics from the diagnostics channels', () => {
       }
     } finally {
       await baton.close()
+    }
+  })
+
+  it('the http:// store sends the caller\'s trace (W3C traceparent) to the lock server', async () => {
+    const server = await startBatonServer()
+    // A forwarding proxy in front of the server that notes the traceparent of each request.
+    const seen: { path: string; traceparent: string | undefined }[] = []
+    const proxy: Server = createServer((incoming, answer) => {
+      seen.push({ path: incoming.url ?? '', traceparent: incoming.headers.traceparent as string | undefined })
+      const upstream = httpRequest({ host: '127.0.0.1', port: server.port, path: incoming.url, method: incoming.method, headers: incoming.headers }, (reply) => {
+        answer.writeHead(reply.statusCode ?? 502, reply.headers)
+        reply.pipe(answer)
+      })
+      upstream.on('error', () => answer.destroy())
+      incoming.pipe(upstream)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    const baton = await connect(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`)
+    try {
+      const traceId = await tracer().startActiveSpan('handle request', async (root) => {
+        const lease = await baton.mutex(`otel/http-${Math.random().toString(36).slice(2)}`).acquire()
+        await lease.release()
+        root.end()
+        return root.spanContext().traceId
+      })
+      const acquires = seen.filter((r) => r.path.endsWith('/acquire'))
+      assert.equal(acquires.length, 1)
+      assert.match(acquires[0]!.traceparent ?? '', new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`))
+      const [acquireSpan] = spans.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId && s.name === 'baton.lock.acquire')
+      assert.equal(acquireSpan!.attributes['baton.lock.store'], 'http')
+    } finally {
+      await baton.close()
+      proxy.closeAllConnections()
+      proxy.close()
+      await server.stop()
     }
   })
 })

@@ -1,4 +1,5 @@
 import { BatonError, backendUnavailable } from '../../core/errors.js'
+import { traceContext } from '../../core/trace-context.js'
 
 /**
  * The few HTTP calls of the driver: JSON in, JSON or the API's error object
@@ -23,7 +24,10 @@ export class Api {
   ) {}
 
   headers(extra: Record<string, string> = {}): Record<string, string> {
-    return { ...(this.bearer ? { authorization: `Bearer ${this.bearer}` } : {}), ...extra }
+    const headers = { ...(this.bearer ? { authorization: `Bearer ${this.bearer}` } : {}), ...extra }
+    // The caller's trace goes on to the server (W3C traceparent) when baton/otel is instrumenting.
+    traceContext.inject?.(headers)
+    return headers
   }
 
   async call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<ApiResult<T>> {
