@@ -52,7 +52,7 @@ class Client:
     Durations are seconds. Leases taken with ``renew=True`` (the default) are
     renewed by one background thread per client through a server session: one
     keepalive per third of the shortest ttl, whatever the number of leases.
-    ``close()`` (or leaving ``with Client(...)``) releases what is still held.
+    ``close()`` (or leaving ``with Client(...)``) releases the leases it renews.
     """
 
     def __init__(self, url: str = "http://127.0.0.1:7420", token: Optional[str] = None, *,
@@ -113,7 +113,7 @@ class Client:
     # -- life ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Releases every lease still held, ends the session and stops the renewal thread."""
+        """Releases the leases it renews, ends the session and stops the renewal thread."""
         if self._closed:
             return
         self._closed = True
@@ -203,7 +203,7 @@ class Client:
         if lease.released:
             return False
         lease.released = True
-        lease.lost._arm(None)
+        lease.lost._disarm()
         self._renewer.remove(lease)
         if lease.election is not None:
             path = "/v1/elections/" + quote_name(lease.election) + "/resign"

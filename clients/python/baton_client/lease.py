@@ -32,10 +32,17 @@ class LostEvent(threading.Event):
     def __init__(self) -> None:
         super().__init__()
         self._deadline: Optional[float] = None
+        self._released = False
         self.reason: Optional[str] = None
 
-    def _arm(self, deadline: Optional[float]) -> None:
-        self._deadline = deadline
+    def _arm(self, deadline: float) -> None:
+        # A renewal answered after the release must not arm a released lease again.
+        if not self._released:
+            self._deadline = deadline
+
+    def _disarm(self) -> None:
+        self._released = True
+        self._deadline = None
 
     def _lose(self, reason: str) -> None:
         if not super().is_set():

@@ -58,7 +58,8 @@ class LostEventTest(unittest.TestCase):
     def test_disarmed_never_fires(self):
         event = LostEvent()
         event._arm(time.monotonic() - 1)
-        event._arm(None)
+        event._disarm()
+        event._arm(time.monotonic() - 1)  # a renewal answered after the release
         self.assertFalse(event.is_set())
 
     def test_is_a_threading_event(self):
