@@ -34,6 +34,8 @@ const VENDOR_GROUPS = {
   pg: ['pg'],
   zookeeper: ['node-zookeeper-client'],
   etcd: ['etcd3', 'cockatiel'],
+  // The optional peer of baton/otel (src/otel): tracing of the command's own clients when asked for.
+  otel: ['@opentelemetry/api'],
 }
 const vendorFileOf = new Map(Object.entries(VENDOR_GROUPS).flatMap(([file, names]) => names.map((name) => [name, file])))
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'))
