@@ -12,6 +12,7 @@ interface Store {
 
 const REDIS: Store = { load: async () => (await import('./redis/index.js')).createRedisDriver, clients: ['ioredis'] }
 const POSTGRES: Store = { load: async () => (await import('./postgres/index.js')).createPostgresDriver, clients: ['pg'] }
+const MYSQL: Store = { load: async () => (await import('./mysql/index.js')).createMysqlDriver, clients: ['mysql2'] }
 const ETCD: Store = { load: async () => (await import('./etcd/index.js')).createEtcdDriver, clients: ['etcd3', 'cockatiel'] }
 const HTTP: Store = { load: async () => (await import('./http/index.js')).createHttpDriver, clients: [] }
 
@@ -27,6 +28,8 @@ const STORES: Record<string, Store> = {
   'redis+cluster': REDIS,
   'postgres': POSTGRES,
   'postgresql': POSTGRES,
+  'mysql': MYSQL,
+  'mariadb': MYSQL,
   'etcd': ETCD,
   'etcds': ETCD,
   'zk': { load: async () => (await import('./zookeeper/index.js')).createZkDriver, clients: ['node-zookeeper-client'] },

@@ -1,0 +1,565 @@
+import { inspect } from 'node:util'
+// The package's root, not mysql2/promise: the CLI bundle places packages by their root name.
+import mysql from 'mysql2'
+import type { Pool, PoolConnection } from 'mysql2/promise'
+import type {
+  AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
+  HoldMode, HoldRef, HolderSummary, ListPage, LockInfo, LockKind, LockSpec, Wake,
+} from '../../core/driver.js'
+import { limitOf } from '../../core/list.js'
+import { describeConflict, weightField, weightOf } from '../../core/compat.js'
+import { admitsNow, nextToken, retryAfter, serveLine, takenSlots, type HoldRow, type LineRow } from '../../core/hold-table.js'
+import type { StoreUrl } from '../../core/url.js'
+import { WakeRoutes } from '../../core/wake-routes.js'
+import { isTransient, mysqlTarget, storeError, type MysqlTarget } from './connection.js'
+import { WakePoller } from './listener.js'
+import { ensureSchema } from './schema.js'
+import { mysqlSql, type SqlSet, type Statement } from './sql.js'
+
+const CAPABILITIES: Capabilities = {
+  fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: true,
+}
+
+/** Names per page of list(). */
+const LIST_PAGE = 500
+/** Most idle names one sweep looks at; a full batch runs the next sweep at once. */
+const SWEEP_BATCH = 1000
+const SWEEP_MIN_MS = 250
+const SWEEP_MAX_MS = 60_000
+/** Attempts of a transaction InnoDB gave up to break a deadlock (nothing of it was applied). */
+const TRANSIENT_ATTEMPTS = 5
+const US = 1000
+
+type Run = <R = Record<string, unknown>>(statement: Statement, values?: unknown[]) => Promise<R[]>
+
+interface NameRow { kind: LockKind; fair: number; permits: number; last_token: string; now_us: string }
+interface HoldRecord { owner: Buffer; mode: HoldMode; weight: number; token: string; expires_at: string; blocked_until: string; description: string | null; since: string; value: string | null }
+interface LineRecord { owner: Buffer; mode: HoldMode; weight: number; ttl_ms: number; lock_delay_ms: number; stale_at: string; description: string | null; since: string; value: string | null }
+
+interface Hold extends HoldRow { description: string | null; since: number; value: string | null }
+interface Entry extends LineRow { staleAt: number; ttlMs: number; lockDelayMs: number; description: string | null; since: number; value: string | null }
+
+/** What one operation found under the name's row lock; changed in place as it grants and drops. */
+interface NameState {
+  readonly name: string
+  kind: LockKind
+  fair: boolean
+  permits: number
+  lastToken: bigint
+  /** The database clock, µs, read once after the lock was granted. */
+  readonly now: number
+  holds: Hold[]
+  line: Entry[]
+  /** Wake-ups to write before the commit: [client id, message]. */
+  readonly wakes: [string, string][]
+}
+
+/**
+ * MySQL / MariaDB. Leases are rows whose expiry is the database clock; each
+ * operation is one transaction on a pooled connection that first takes the
+ * name's InnoDB row lock (so one name's operations run one after another)
+ * and then applies the grant rules of src/core/hold-table.ts to the rows it
+ * read. A release hands the name to the next in line in the same
+ * transaction and leaves that waiter's client a wake-up row, which the
+ * client's poller reads (no LISTEN/NOTIFY here; listener.ts).
+ */
+export class MysqlDriver implements Driver {
+  readonly store = 'mysql'
+  readonly capabilities = CAPABILITIES
+  private readonly routes = new WakeRoutes()
+  private readonly poller: WakePoller
+  /** Owners watched now: the poller runs while there are any (or observers). */
+  private watching = 0
+  private readonly observers = new Map<string, Set<() => void>>()
+  private sweepTimer: NodeJS.Timeout | undefined
+  private closed = false
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly target: MysqlTarget,
+    private readonly sql: SqlSet,
+    private readonly options: DriverOptions,
+  ) {
+    this.poller = new WakePoller(target.connection, options.clientId, sql, options.commandTimeoutMs, {
+      onMessage: (message) => this.routes.dispatch(message),
+      onChange: (name) => {
+        for (const each of this.observers.get(name) ?? []) each()
+      },
+      // Wake-ups that arrived while the connection was down were kept (they are rows); look again anyway.
+      onReconnect: () => {
+        this.routes.nudgeAll()
+        for (const set of this.observers.values()) for (const each of set) each()
+      },
+      wanted: () => this.watching > 0 || this.observers.size > 0,
+      observed: () => [...this.observers.keys()],
+    })
+  }
+
+  start(): void {
+    this.scheduleSweep(this.sweepInterval())
+  }
+
+  async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    return this.transaction(async (run) => {
+      await run('lock-name', [request.name, request.kind, request.fair, request.permits])
+      const state = await this.readState(run, request.name)
+      const now = state.now
+      // A hand-over may be due before anything else (a lease or lock delay ran out, a stale head).
+      await this.serve(run, state)
+      if (state.holds.some((h) => h.blockedUntil <= now)) {
+        await run('drop-past-holds', [request.name, now])
+        state.holds = state.holds.filter((h) => h.blockedUntil > now)
+      }
+
+      const inUse = state.holds.length > 0 || state.line.some((w) => w.staleAt > now)
+      if (state.kind !== request.kind || state.permits !== request.permits || state.fair !== request.fair) {
+        const conflict = inUse ? describeConflict(state, request) : undefined
+        if (conflict) {
+          await this.writeWakes(run, state)
+          return { status: 'conflict', detail: conflict }
+        }
+        if (!inUse) {
+          await run('set-kind', [request.kind, request.fair, request.permits, request.name])
+          Object.assign(state, { kind: request.kind, fair: request.fair, permits: request.permits })
+        }
+      }
+
+      const mine = state.holds.find((h) => h.owner === request.owner && h.expiresAt > now)
+      if (mine) {
+        await this.writeWakes(run, state)
+        return { status: 'granted', token: mine.token, ttlMs: Math.max(0, Math.floor((mine.expiresAt - now) / US)) }
+      }
+      const weight = request.kind === 'semaphore' ? weightOf(request) : 1
+      const taken = takenSlots(state.holds, now)
+      if (admitsNow(taken, state.line, { owner: request.owner, mode: request.mode, weight, fair: request.fair }, state.permits, now)) {
+        const token = await this.grant(run, state, {
+          owner: request.owner, mode: request.mode, weight, ttlMs: request.ttlMs, lockDelayMs: request.lockDelayMs,
+          description: request.description ?? null, value: request.value ?? null,
+        })
+        await this.writeWakes(run, state)
+        return { status: 'granted', token, ttlMs: request.ttlMs }
+      }
+
+      if (request.enqueue) {
+        const staleAt = now + Math.ceil(request.queueTtlMs) * US
+        const queued = state.line.find((w) => w.owner === request.owner)
+        if (queued) {
+          await run('refresh-entry', [staleAt, request.name, request.owner])
+          queued.staleAt = staleAt
+        } else {
+          await run('enqueue', [
+            request.name, request.owner, request.mode, weight, request.ttlMs, request.lockDelayMs, staleAt,
+            request.description ?? null, Math.floor(now / US), request.value ?? null,
+          ])
+          state.line.push({
+            owner: request.owner, mode: request.mode, weight, staleAt, ttlMs: request.ttlMs, lockDelayMs: request.lockDelayMs,
+            description: request.description ?? null, since: Math.floor(now / US), value: request.value ?? null,
+          })
+        }
+      }
+      await this.writeWakes(run, state)
+      const wait = retryAfter(taken, state.line, request.owner, Math.ceil(request.queueTtlMs) * US, now)
+      const first = [...state.holds].filter((h) => h.expiresAt > now).sort((a, b) => a.expiresAt - b.expiresAt)[0]
+      return { status: 'busy', retryAfterMs: Math.max(1, Math.ceil(wait / US)), ...(first ? { holder: summary(first) } : {}) }
+    })
+  }
+
+  async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
+    if (holds.length === 0) return []
+    const keys = holds.map((h) => [h.name, h.owner, h.token.toString()])
+    const renewed = await this.transaction(async (run) => {
+      const live = await run<{ name: Buffer; owner: Buffer; token: string; now_us: string }>('live-holds', [keys])
+      if (live.length === 0) return new Set<string>()
+      const now = Number(live[0]!.now_us)
+      const found = live.map((r) => [r.name.toString('utf8'), r.owner.toString('utf8'), r.token])
+      await run('renew', [now + ttlMs * US, now + ttlMs * US, found])
+      return new Set(found.map((k) => k.join('\u0000')))
+    })
+    return keys.map((k) => (renewed.has(k.join('\u0000')) ? { status: 'extended', ttlMs } : { status: 'lost' }))
+  }
+
+  async release(hold: HoldRef | (LockSpec & { owner: string })): Promise<boolean> {
+    const token = 'token' in hold ? hold.token.toString() : null
+    return this.transaction(async (run) => {
+      const state = await this.lockExisting(run, hold.name)
+      if (!state) return false
+      const result = (await run('release-hold', [hold.name, hold.owner, state.now, token, token])) as unknown as { affectedRows: number }
+      const released = result.affectedRows > 0
+      if (released) {
+        state.holds = state.holds.filter((h) => h.owner !== hold.owner)
+        // Another client's hold (a lock server releasing a lease another server granted): its client is told.
+        if (!hold.owner.startsWith(`${this.options.clientId}.`)) state.wakes.push([clientOf(hold.owner), `d|${hold.owner}`])
+      } else if (state.line.some((w) => w.owner === hold.owner)) {
+        await run('leave-line', [hold.name, [hold.owner]])
+        state.line = state.line.filter((w) => w.owner !== hold.owner)
+      } else {
+        return false
+      }
+      await run('touch', [state.now, hold.name])
+      await this.serve(run, state)
+      await this.writeWakes(run, state)
+      return released
+    })
+  }
+
+  async downgrade(hold: HoldRef): Promise<boolean> {
+    return this.transaction(async (run) => {
+      const state = await this.lockExisting(run, hold.name)
+      if (!state) return false
+      const result = (await run('downgrade', [hold.name, hold.owner, hold.token.toString(), state.now])) as unknown as { affectedRows: number }
+      if (result.affectedRows === 0) return false
+      state.holds = state.holds.map((h) => (h.owner === hold.owner ? { ...h, mode: 'read' } : h))
+      await run('touch', [state.now, hold.name])
+      await this.serve(run, state)
+      await this.writeWakes(run, state)
+      return true
+    })
+  }
+
+  async proclaim(hold: HoldRef, value: string): Promise<boolean> {
+    return this.transaction(async (run) => {
+      const [row] = await run<NameRow>('read-name', [hold.name])
+      if (!row) return false
+      const result = (await run('proclaim', [value, hold.name, hold.owner, hold.token.toString(), row.now_us])) as unknown as { affectedRows: number }
+      if (result.affectedRows === 0) return false
+      await run('touch', [row.now_us, hold.name])
+      return true
+    })
+  }
+
+  watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
+    const unwatch = this.routes.watch(owner, onWake)
+    this.watching++
+    this.poller.kick()
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      this.watching--
+      unwatch()
+    }
+  }
+
+  /**
+   * Election observers: the poller reads the change counter of every
+   * observed name (bumped by each grant, release, hand-over, proclaim and
+   * forced release) and tells the name's observers when it moved; its first
+   * read, and a reconnect, tell them once in any case.
+   */
+  observe(name: string, onChange: () => void): () => void {
+    let set = this.observers.get(name)
+    if (!set) {
+      this.observers.set(name, (set = new Set()))
+      this.poller.forget(name)
+    }
+    const mine = () => onChange()
+    set.add(mine)
+    this.poller.kick(true)
+    return () => {
+      set.delete(mine)
+      if (set.size === 0 && this.observers.get(name) === set) this.observers.delete(name)
+    }
+  }
+
+  async inspect(name: string): Promise<LockInfo | null> {
+    const [info] = await this.snapshot(async (run) => {
+      const names = await run<InfoName>('info-name', [name])
+      return this.infos(run, names)
+    })
+    return info ?? null
+  }
+
+  /** The table's own order (name is VARBINARY: byte order), from the cursor, LIMIT the page. */
+  async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
+    const pattern = Buffer.from(prefix.replace(/[\\%_]/g, '\\$&') + '%')
+    let after: Buffer = Buffer.from(page?.after ?? '')
+    let left = limitOf(page)
+    while (left > 0) {
+      const size = Math.min(LIST_PAGE, left)
+      const { infos, rows, last } = await this.snapshot(async (run) => {
+        const names = await run<InfoName>('info-names', [pattern, after, size])
+        return { infos: await this.infos(run, names), rows: names.length, last: names.at(-1)?.name }
+      })
+      for (const info of infos) {
+        if (left <= 0) return
+        left--
+        yield info
+      }
+      if (rows < size || !last) return
+      after = last
+    }
+  }
+
+  async forceRelease(name: string): Promise<boolean> {
+    return this.transaction(async (run) => {
+      const state = await this.lockExisting(run, name)
+      if (!state) return false
+      await run('drop-all', [name, name])
+      let dropped = 0
+      for (const hold of state.holds) {
+        if (hold.expiresAt <= state.now) continue
+        dropped++
+        state.wakes.push([clientOf(hold.owner), `l|${hold.owner}|released by force (forceRelease)`])
+      }
+      for (const entry of state.line) if (entry.staleAt > state.now) state.wakes.push([clientOf(entry.owner), `r|${entry.owner}`])
+      await run('touch', [state.now, name])
+      await this.writeWakes(run, state)
+      return dropped > 0
+    })
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    clearTimeout(this.sweepTimer)
+    this.routes.clear()
+    this.observers.clear()
+    await Promise.allSettled([this.poller.close(), this.pool.end()])
+  }
+
+  /** util.inspect(baton) must show neither the password nor the pool's settings. */
+  [inspect.custom](): string {
+    return `MysqlDriver { ${this.target.display} }`
+  }
+
+  /** The name's row locked (created if missing), its holds and line, and the clock. */
+  private async readState(run: Run, name: string): Promise<NameState> {
+    const [row] = await run<NameRow>('read-name', [name])
+    if (!row) throw new Error(`the row of "${name}" vanished under its lock`)
+    return this.stateOf(run, name, row)
+  }
+
+  /** As readState, for operations on a name that may not exist (nothing to do then). */
+  private async lockExisting(run: Run, name: string): Promise<NameState | undefined> {
+    const [row] = await run<NameRow>('read-name', [name])
+    return row ? this.stateOf(run, name, row) : undefined
+  }
+
+  private async stateOf(run: Run, name: string, row: NameRow): Promise<NameState> {
+    const holds = (await run<HoldRecord>('read-holds', [name])).map(holdOf)
+    const line = (await run<LineRecord>('read-line', [name])).map(entryOf)
+    return {
+      name, kind: row.kind, fair: Boolean(row.fair), permits: row.permits, lastToken: BigInt(row.last_token),
+      now: Number(row.now_us), holds, line, wakes: [],
+    }
+  }
+
+  /** Hands the name to the head of the line while it fits; each new holder's client gets a wake-up row. */
+  private async serve(run: Run, state: NameState): Promise<void> {
+    if (state.line.length === 0) return
+    const { grant, drop } = serveLine(takenSlots(state.holds, state.now), state.line, state.permits, state.now)
+    const served = [...drop, ...grant]
+    if (served.length === 0) return
+    await run('leave-line', [state.name, served.map((w) => w.owner)])
+    state.line = state.line.filter((w) => !served.includes(w))
+    for (const entry of grant) {
+      const token = await this.grant(run, state, entry)
+      state.wakes.push([clientOf(entry.owner), `g|${entry.owner}|${token}|${entry.ttlMs}`])
+    }
+  }
+
+  private async grant(
+    run: Run, state: NameState,
+    who: { owner: string; mode: HoldMode; weight: number; ttlMs: number; lockDelayMs: number; description: string | null; value: string | null },
+  ): Promise<bigint> {
+    const token = nextToken(state.lastToken, state.now)
+    state.lastToken = token
+    const expiresAt = state.now + who.ttlMs * US
+    const blockedUntil = expiresAt + who.lockDelayMs * US
+    await run('grant', [token.toString(), state.now, state.name])
+    await run('insert-hold', [
+      state.name, who.owner, who.mode, who.weight, token.toString(), expiresAt, who.lockDelayMs, blockedUntil,
+      who.description, Math.floor(state.now / US), who.value,
+    ])
+    state.holds = state.holds.filter((h) => h.owner !== who.owner)
+    state.holds.push({
+      owner: who.owner, mode: who.mode, weight: who.weight, token, expiresAt, blockedUntil,
+      description: who.description, since: Math.floor(state.now / US), value: who.value,
+    })
+    return token
+  }
+
+  private async writeWakes(run: Run, state: NameState): Promise<void> {
+    if (state.wakes.length === 0) return
+    await run('wake', [state.wakes.map(([client, message]) => [client, message, state.now])])
+  }
+
+  /** Holders and waiters of the names read, from the same snapshot; names nobody uses are left out. */
+  private async infos(run: Run, names: InfoName[]): Promise<LockInfo[]> {
+    if (names.length === 0) return []
+    const list = names.map((n) => n.name)
+    const holds = await run<HoldRecord & { name: Buffer }>('info-holds', [list])
+    const line = await run<LineRecord & { name: Buffer }>('info-line', [list])
+    const infos: LockInfo[] = []
+    for (const row of names) {
+      const now = Number(row.now_us)
+      const name = row.name.toString('utf8')
+      const mine = holds.filter((h) => h.name.equals(row.name)).map(holdOf)
+      const waiting = line.filter((l) => l.name.equals(row.name)).map(entryOf).filter((w) => w.staleAt > now)
+      if (!mine.some((h) => h.blockedUntil > now) && waiting.length === 0) continue
+      infos.push({
+        name, kind: row.kind, fair: Boolean(row.fair), permits: row.permits,
+        holders: mine.filter((h) => h.expiresAt > now).map(summary),
+        waiters: waiting.map((w) => ({ owner: w.owner, mode: w.mode, ...weightField(w.mode, w.weight), ...who(w) })),
+        lastToken: BigInt(row.last_token),
+      })
+    }
+    return infos
+  }
+
+  /**
+   * One operation: one transaction on one pooled connection. A transaction
+   * InnoDB rolled back to break a deadlock (or whose row lock wait timed
+   * out) applied nothing, and is run again.
+   */
+  private async transaction<T>(work: (run: Run) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const connection = await this.connection()
+      try {
+        await connection.query({ sql: 'START TRANSACTION', timeout: this.options.commandTimeoutMs })
+        const result = await work(this.runner(connection))
+        await connection.query({ sql: 'COMMIT', timeout: this.options.commandTimeoutMs })
+        connection.release()
+        return result
+      } catch (cause) {
+        if (isTransient(cause) && attempt < TRANSIENT_ATTEMPTS) {
+          const clean = await connection.query('ROLLBACK').then(() => true, () => false)
+          if (clean) connection.release()
+          else connection.destroy()
+          continue
+        }
+        // Its state is unknown (a reply lost, a timeout): never handed out again.
+        connection.destroy()
+        throw storeError(this.target, cause)
+      }
+    }
+  }
+
+  /** A read-only transaction on one consistent snapshot (inspect, list). */
+  private async snapshot<T>(work: (run: Run) => Promise<T>): Promise<T> {
+    const connection = await this.connection()
+    try {
+      await connection.query({ sql: 'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ', timeout: this.options.commandTimeoutMs })
+      await connection.query({ sql: 'START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY', timeout: this.options.commandTimeoutMs })
+      const result = await work(this.runner(connection))
+      await connection.query({ sql: 'COMMIT', timeout: this.options.commandTimeoutMs })
+      connection.release()
+      return result
+    } catch (cause) {
+      connection.destroy()
+      throw storeError(this.target, cause)
+    }
+  }
+
+  private async connection(): Promise<PoolConnection> {
+    try {
+      return await this.pool.getConnection()
+    } catch (cause) {
+      throw storeError(this.target, cause)
+    }
+  }
+
+  private runner(connection: PoolConnection): Run {
+    return async <R>(statement: Statement, values: unknown[] = []) => {
+      const [rows] = await connection.query({ sql: this.sql.statements[statement], timeout: this.options.commandTimeoutMs }, values)
+      return rows as unknown as R[]
+    }
+  }
+
+  /** Half the idle window, so a name's rows go between 1 and 1.5 windows after its last use. */
+  private sweepInterval(): number {
+    const base = Math.min(SWEEP_MAX_MS, Math.max(SWEEP_MIN_MS, this.options.fenceTtlMs / 2))
+    return base * (0.9 + Math.random() * 0.2) // clients started together do not sweep together
+  }
+
+  private scheduleSweep(delayMs: number): void {
+    if (this.closed) return
+    this.sweepTimer = setTimeout(() => {
+      this.sweep().then(
+        (full) => this.scheduleSweep(full ? 0 : this.sweepInterval()),
+        () => this.scheduleSweep(this.sweepInterval()), // the store is away; the next sweep catches up
+      )
+    }, delayMs)
+    this.sweepTimer.unref()
+  }
+
+  /**
+   * Bounded state: holds past their lock delay, stale line entries, and
+   * names nobody held or awaited for ?fenceTtl= (their counters with them).
+   * Like every operation, it locks the names first (skipping those in use).
+   */
+  private async sweep(): Promise<boolean> {
+    return this.transaction(async (run) => {
+      const [clock] = await run<{ now_us: string }>('clock')
+      const then = Number(clock!.now_us)
+      const candidates = await run<{ name: Buffer }>('sweep-candidates', [then - this.options.fenceTtlMs * US, then, then, SWEEP_BATCH])
+      if (candidates.length === 0) return false
+      const locked = await run<{ name: Buffer; now_us: string }>('sweep-lock', [candidates.map((c) => c.name)])
+      if (locked.length === 0) return false
+      const now = Number(locked[0]!.now_us)
+      const names = locked.map((l) => l.name)
+      await run('sweep-drop', [now, names, now, now, names, now, names, now, names, now - this.options.fenceTtlMs * US, now])
+      return candidates.length >= SWEEP_BATCH
+    })
+  }
+}
+
+interface InfoName { name: Buffer; kind: LockKind; fair: number; permits: number; last_token: string; now_us: string }
+
+function text(value: Buffer | string): string {
+  return typeof value === 'string' ? value : value.toString('utf8')
+}
+
+function holdOf(row: HoldRecord): Hold {
+  return {
+    owner: text(row.owner), mode: row.mode, weight: Number(row.weight), token: BigInt(row.token),
+    expiresAt: Number(row.expires_at), blockedUntil: Number(row.blocked_until),
+    description: row.description, since: Number(row.since), value: row.value,
+  }
+}
+
+function entryOf(row: LineRecord): Entry {
+  return {
+    owner: text(row.owner), mode: row.mode, weight: Number(row.weight), staleAt: Number(row.stale_at),
+    ttlMs: Number(row.ttl_ms), lockDelayMs: Number(row.lock_delay_ms), description: row.description, since: Number(row.since), value: row.value,
+  }
+}
+
+function summary(hold: Hold): HolderSummary {
+  return {
+    owner: hold.owner, token: hold.token, mode: hold.mode, ...weightField(hold.mode, hold.weight),
+    expiresAt: Math.floor(hold.expiresAt / US), ...who(hold), ...(hold.value !== null ? { value: hold.value } : {}),
+  }
+}
+
+/** The description and since of a hold or line entry. */
+function who(entry: { description: string | null; since: number }): { description?: string; since: number } {
+  return { ...(entry.description ? { description: entry.description } : {}), since: entry.since }
+}
+
+/** The client an owner belongs to: owners are "<client id>.<lease id>". */
+function clientOf(owner: string): string {
+  return owner.slice(0, owner.indexOf('.'))
+}
+
+export const createMysqlDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
+  const target = mysqlTarget(url, options)
+  const sql = mysqlSql()
+  const pool = mysql.createPool({ ...target.connection, connectionLimit: target.poolSize, waitForConnections: true, maxIdle: target.poolSize }).promise()
+  // Every connection: UTC, so UNIX_TIMESTAMP(NOW(6)) is never ambiguous
+  // (a DST fall-back hour), and READ COMMITTED, so reads under the name's
+  // lock see the latest commits and InnoDB takes no gap locks.
+  pool.pool.on('connection', (connection) => {
+    connection.query("SET SESSION time_zone = '+00:00'; SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", () => {})
+    connection.on('error', () => {})
+  })
+  try {
+    await ensureSchema(pool, target, sql)
+    const driver = new MysqlDriver(pool, target, sql, options)
+    driver.start()
+    return driver
+  } catch (cause) {
+    await pool.end().catch(() => {})
+    throw storeError(target, cause)
+  }
+}
