@@ -13,6 +13,7 @@ import type { StoreUrl } from '../../core/url.js'
 import { WakeRoutes } from '../../core/wake-routes.js'
 import { isTransient, mysqlTarget, storeError, type MysqlTarget } from './connection.js'
 import { WakePoller } from './listener.js'
+import { Bell, bellName } from './bell.js'
 import { ensureSchema } from './schema.js'
 import { mysqlSql, type SqlSet, type Statement } from './sql.js'
 
@@ -68,6 +69,10 @@ export class MysqlDriver implements Driver {
   readonly capabilities = CAPABILITIES
   private readonly routes = new WakeRoutes()
   private readonly poller: WakePoller
+  /** This client's doorbell, rung after each of its transactions that left wake-ups. */
+  private readonly bell: Bell
+  /** The client whose bell our poller waits on: the holder's, from the last busy answer. */
+  private waitingFor: string | undefined
   /** Owners watched now: the poller runs while there are any (or observers). */
   private watching = 0
   private readonly observers = new Map<string, Set<() => void>>()
@@ -92,10 +97,13 @@ export class MysqlDriver implements Driver {
       },
       wanted: () => this.watching > 0 || this.observers.size > 0,
       observed: () => [...this.observers.keys()],
+      bell: () => (this.waitingFor === undefined ? undefined : bellName(target.database, this.waitingFor)),
     })
+    this.bell = new Bell(target.connection, bellName(target.database, options.clientId))
   }
 
-  start(): void {
+  async start(): Promise<void> {
+    await this.bell.start()
     this.scheduleSweep(this.sweepInterval())
   }
 
@@ -160,6 +168,8 @@ export class MysqlDriver implements Driver {
       await this.writeWakes(run, state)
       const wait = retryAfter(taken, state.line, request.owner, Math.ceil(request.queueTtlMs) * US, now)
       const first = [...state.holds].filter((h) => h.expiresAt > now).sort((a, b) => a.expiresAt - b.expiresAt)[0]
+      // The holder's client is the one likely to hand the name over: our poller waits on its bell.
+      if (first && request.enqueue) this.waitingFor = clientOf(first.owner)
       return { status: 'busy', retryAfterMs: Math.max(1, Math.ceil(wait / US)), ...(first ? { holder: summary(first) } : {}) }
     })
   }
@@ -314,7 +324,7 @@ export class MysqlDriver implements Driver {
     clearTimeout(this.sweepTimer)
     this.routes.clear()
     this.observers.clear()
-    await Promise.allSettled([this.poller.close(), this.pool.end()])
+    await Promise.allSettled([this.poller.close(), this.bell.close(), this.pool.end()])
   }
 
   /** util.inspect(baton) must show neither the password nor the pool's settings. */
@@ -417,9 +427,15 @@ export class MysqlDriver implements Driver {
       const connection = await this.connection()
       try {
         await connection.query({ sql: 'START TRANSACTION', timeout: this.options.commandTimeoutMs })
-        const result = await work(this.runner(connection))
+        let wrote = false
+        const run = this.runner(connection)
+        const result = await work((statement, values) => {
+          if (statement === 'wake') wrote = true
+          return run(statement, values)
+        })
         await connection.query({ sql: 'COMMIT', timeout: this.options.commandTimeoutMs })
         connection.release()
+        if (wrote) this.bell.ring()
         return result
       } catch (cause) {
         if (isTransient(cause) && attempt < TRANSIENT_ATTEMPTS) {
@@ -556,7 +572,7 @@ export const createMysqlDriver: DriverFactory = async (url: StoreUrl, options: D
   try {
     await ensureSchema(pool, target, sql)
     const driver = new MysqlDriver(pool, target, sql, options)
-    driver.start()
+    await driver.start()
     return driver
   } catch (cause) {
     await pool.end().catch(() => {})

@@ -17,6 +17,8 @@ export interface PollerHandlers {
   wanted(): boolean
   /** The names election observers follow. */
   observed(): readonly string[]
+  /** The bell (bell.ts) of a client one of our owners waits for, if any: waited on instead of sleeping. */
+  bell(): string | undefined
 }
 
 /**
@@ -33,6 +35,8 @@ export class WakePoller {
   private closed = false
   private running = false
   private lostConnection = false
+  /** Bells got at once in a row (see awaitBell). */
+  private unheld = 0
   private wakeLoop: (() => void) | undefined
   private timer: NodeJS.Timeout | undefined
   /** Messages dispatched but not yet deleted: never dispatched twice. */
@@ -78,6 +82,7 @@ export class WakePoller {
         this.drop()
         failures++
       }
+      if (failures === 0 && (await this.awaitBell())) continue
       await this.pause(failures === 0 ? POLL_MS : Math.min(RECONNECT_MAX_MS, POLL_MS * 2 ** failures))
     }
     this.running = false
@@ -114,6 +119,33 @@ export class WakePoller {
         this.handlers.onChange(name)
       }
     }
+  }
+
+  /**
+   * Blocks on the bell of the client we wait for, at most one poll interval.
+   * True when that replaced the pause: the bell rang, or the interval ran
+   * out. A bell got at once is not held (its client has not taken it, or
+   * is gone): then the pause runs, so that nothing spins.
+   */
+  private async awaitBell(): Promise<boolean> {
+    const bell = this.handlers.bell()
+    const connection = this.connection
+    if (bell === undefined || !connection) return false
+    const started = performance.now()
+    let got = false
+    try {
+      const [[row]] = (await connection.query({ sql: 'SELECT GET_LOCK(?, ?) AS got', timeout: this.commandTimeoutMs + POLL_MS }, [bell, POLL_MS / 1000])) as unknown as [
+        { got: number | null }[],
+      ]
+      got = row?.got === 1
+      if (got) await connection.query({ sql: 'DO RELEASE_LOCK(?)', timeout: this.commandTimeoutMs }, [bell])
+    } catch {
+      this.drop(connection)
+      return false
+    }
+    // Got at once twice running: nobody holds that bell, so it would spin.
+    this.unheld = got && performance.now() - started < 2 ? this.unheld + 1 : 0
+    return this.unheld < 2
   }
 
   /** The connection, opened again after a loss (then the handlers hear of it: messages may be missed meanwhile). */
