@@ -70,7 +70,12 @@ async function initialisedDataDir(): Promise<string> {
   return template
 }
 
-export async function startMariadb(): Promise<MariadbServer> {
+export interface MariadbOptions {
+  /** Flush the log to disk at every commit (the server's default; the benchmark's setting). */
+  readonly durable?: boolean
+}
+
+export async function startMariadb(options: MariadbOptions = {}): Promise<MariadbServer> {
   const dir = mkdtempSync(join(tmpdir(), 'baton-mariadb-'))
   const data = join(dir, 'data')
   cpSync(await initialisedDataDir(), data, { recursive: true })
@@ -83,7 +88,7 @@ export async function startMariadb(): Promise<MariadbServer> {
     // killed server (what the tests do) loses nothing, a machine crash would
     // (as the PostgreSQL harness's fsync=off), and commits do not queue on a
     // shared machine's disk.
-    '--innodb-flush-log-at-trx-commit=2', '--innodb-lock-wait-timeout=10', '--performance-schema=off',
+    `--innodb-flush-log-at-trx-commit=${options.durable ? 1 : 2}`, '--innodb-lock-wait-timeout=10', '--performance-schema=off',
     ...(process.getuid?.() === 0 ? ['--user=root'] : []),
   ]
   const entry = { child: undefined as unknown as ChildProcess, dir }

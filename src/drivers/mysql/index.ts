@@ -1,7 +1,7 @@
 import { inspect } from 'node:util'
 // The package's root, not mysql2/promise: the CLI bundle places packages by their root name.
 import mysql from 'mysql2'
-import type { Pool, PoolConnection } from 'mysql2/promise'
+import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise'
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
   HoldMode, HoldRef, HolderSummary, ListPage, LockInfo, LockKind, LockSpec, Wake,
@@ -31,7 +31,6 @@ const SWEEP_MAX_MS = 60_000
 const TRANSIENT_ATTEMPTS = 5
 const US = 1000
 
-type Run = <R = Record<string, unknown>>(statement: Statement, values?: unknown[]) => Promise<R[]>
 
 interface NameRow { kind: LockKind; fair: number; permits: number; last_token: string; now_us: string }
 interface HoldRecord { owner: Buffer; mode: HoldMode; weight: number; token: string; expires_at: string; blocked_until: string; description: string | null; since: string; value: string | null }
@@ -108,14 +107,14 @@ export class MysqlDriver implements Driver {
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
-    return this.transaction(async (run) => {
-      await run('lock-name', [request.name, request.kind, request.fair, request.permits])
-      const state = await this.readState(run, request.name)
+    return this.transaction(async (tx) => {
+      tx.write('lock-name', [request.name, request.kind, request.fair, request.permits])
+      const state = await this.readState(tx, request.name)
       const now = state.now
       // A hand-over may be due before anything else (a lease or lock delay ran out, a stale head).
-      await this.serve(run, state)
+      await this.serve(tx, state)
       if (state.holds.some((h) => h.blockedUntil <= now)) {
-        await run('drop-past-holds', [request.name, now])
+        tx.write('drop-past-holds', [request.name, now])
         state.holds = state.holds.filter((h) => h.blockedUntil > now)
       }
 
@@ -123,28 +122,28 @@ export class MysqlDriver implements Driver {
       if (state.kind !== request.kind || state.permits !== request.permits || state.fair !== request.fair) {
         const conflict = inUse ? describeConflict(state, request) : undefined
         if (conflict) {
-          await this.writeWakes(run, state)
+          await this.writeWakes(tx, state)
           return { status: 'conflict', detail: conflict }
         }
         if (!inUse) {
-          await run('set-kind', [request.kind, request.fair, request.permits, request.name])
+          tx.write('set-kind', [request.kind, request.fair, request.permits, request.name])
           Object.assign(state, { kind: request.kind, fair: request.fair, permits: request.permits })
         }
       }
 
       const mine = state.holds.find((h) => h.owner === request.owner && h.expiresAt > now)
       if (mine) {
-        await this.writeWakes(run, state)
+        await this.writeWakes(tx, state)
         return { status: 'granted', token: mine.token, ttlMs: Math.max(0, Math.floor((mine.expiresAt - now) / US)) }
       }
       const weight = request.kind === 'semaphore' ? weightOf(request) : 1
       const taken = takenSlots(state.holds, now)
       if (admitsNow(taken, state.line, { owner: request.owner, mode: request.mode, weight, fair: request.fair }, state.permits, now)) {
-        const token = await this.grant(run, state, {
+        const token = await this.grant(tx, state, {
           owner: request.owner, mode: request.mode, weight, ttlMs: request.ttlMs, lockDelayMs: request.lockDelayMs,
           description: request.description ?? null, value: request.value ?? null,
         })
-        await this.writeWakes(run, state)
+        await this.writeWakes(tx, state)
         return { status: 'granted', token, ttlMs: request.ttlMs }
       }
 
@@ -152,10 +151,10 @@ export class MysqlDriver implements Driver {
         const staleAt = now + Math.ceil(request.queueTtlMs) * US
         const queued = state.line.find((w) => w.owner === request.owner)
         if (queued) {
-          await run('refresh-entry', [staleAt, request.name, request.owner])
+          tx.write('refresh-entry', [staleAt, request.name, request.owner])
           queued.staleAt = staleAt
         } else {
-          await run('enqueue', [
+          tx.write('enqueue', [
             request.name, request.owner, request.mode, weight, request.ttlMs, request.lockDelayMs, staleAt,
             request.description ?? null, Math.floor(now / US), request.value ?? null,
           ])
@@ -165,7 +164,7 @@ export class MysqlDriver implements Driver {
           })
         }
       }
-      await this.writeWakes(run, state)
+      await this.writeWakes(tx, state)
       const wait = retryAfter(taken, state.line, request.owner, Math.ceil(request.queueTtlMs) * US, now)
       const first = [...state.holds].filter((h) => h.expiresAt > now).sort((a, b) => a.expiresAt - b.expiresAt)[0]
       // The holder's client is the one likely to hand the name over: our poller waits on its bell.
@@ -177,12 +176,12 @@ export class MysqlDriver implements Driver {
   async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
     if (holds.length === 0) return []
     const keys = holds.map((h) => [h.name, h.owner, h.token.toString()])
-    const renewed = await this.transaction(async (run) => {
-      const live = await run<{ name: Buffer; owner: Buffer; token: string; now_us: string }>('live-holds', [keys])
+    const renewed = await this.transaction(async (tx) => {
+      const live = await tx.read<{ name: Buffer; owner: Buffer; token: string; now_us: string }>('live-holds', [keys])
       if (live.length === 0) return new Set<string>()
       const now = Number(live[0]!.now_us)
       const found = live.map((r) => [r.name.toString('utf8'), r.owner.toString('utf8'), r.token])
-      await run('renew', [now + ttlMs * US, now + ttlMs * US, found])
+      tx.write('renew', [now + ttlMs * US, now + ttlMs * US, found])
       return new Set(found.map((k) => k.join('\u0000')))
     })
     return keys.map((k) => (renewed.has(k.join('\u0000')) ? { status: 'extended', ttlMs } : { status: 'lost' }))
@@ -190,49 +189,49 @@ export class MysqlDriver implements Driver {
 
   async release(hold: HoldRef | (LockSpec & { owner: string })): Promise<boolean> {
     const token = 'token' in hold ? hold.token.toString() : null
-    return this.transaction(async (run) => {
-      const state = await this.lockExisting(run, hold.name)
+    return this.transaction(async (tx) => {
+      const state = await this.lockExisting(tx, hold.name)
       if (!state) return false
-      const result = (await run('release-hold', [hold.name, hold.owner, state.now, token, token])) as unknown as { affectedRows: number }
+      const result = await tx.exec('release-hold', [hold.name, hold.owner, state.now, token, token])
       const released = result.affectedRows > 0
       if (released) {
         state.holds = state.holds.filter((h) => h.owner !== hold.owner)
         // Another client's hold (a lock server releasing a lease another server granted): its client is told.
         if (!hold.owner.startsWith(`${this.options.clientId}.`)) state.wakes.push([clientOf(hold.owner), `d|${hold.owner}`])
       } else if (state.line.some((w) => w.owner === hold.owner)) {
-        await run('leave-line', [hold.name, [hold.owner]])
+        tx.write('leave-line', [hold.name, [hold.owner]])
         state.line = state.line.filter((w) => w.owner !== hold.owner)
       } else {
         return false
       }
-      await run('touch', [state.now, hold.name])
-      await this.serve(run, state)
-      await this.writeWakes(run, state)
+      tx.write('touch', [state.now, hold.name])
+      await this.serve(tx, state)
+      await this.writeWakes(tx, state)
       return released
     })
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {
-    return this.transaction(async (run) => {
-      const state = await this.lockExisting(run, hold.name)
+    return this.transaction(async (tx) => {
+      const state = await this.lockExisting(tx, hold.name)
       if (!state) return false
-      const result = (await run('downgrade', [hold.name, hold.owner, hold.token.toString(), state.now])) as unknown as { affectedRows: number }
+      const result = await tx.exec('downgrade', [hold.name, hold.owner, hold.token.toString(), state.now])
       if (result.affectedRows === 0) return false
       state.holds = state.holds.map((h) => (h.owner === hold.owner ? { ...h, mode: 'read' } : h))
-      await run('touch', [state.now, hold.name])
-      await this.serve(run, state)
-      await this.writeWakes(run, state)
+      tx.write('touch', [state.now, hold.name])
+      await this.serve(tx, state)
+      await this.writeWakes(tx, state)
       return true
     })
   }
 
   async proclaim(hold: HoldRef, value: string): Promise<boolean> {
-    return this.transaction(async (run) => {
-      const [row] = await run<NameRow>('read-name', [hold.name])
+    return this.transaction(async (tx) => {
+      const [row] = await tx.read<NameRow>('read-name', [hold.name])
       if (!row) return false
-      const result = (await run('proclaim', [value, hold.name, hold.owner, hold.token.toString(), row.now_us])) as unknown as { affectedRows: number }
+      const result = await tx.exec('proclaim', [value, hold.name, hold.owner, hold.token.toString(), row.now_us])
       if (result.affectedRows === 0) return false
-      await run('touch', [row.now_us, hold.name])
+      tx.write('touch', [row.now_us, hold.name])
       return true
     })
   }
@@ -272,9 +271,9 @@ export class MysqlDriver implements Driver {
   }
 
   async inspect(name: string): Promise<LockInfo | null> {
-    const [info] = await this.snapshot(async (run) => {
-      const names = await run<InfoName>('info-name', [name])
-      return this.infos(run, names)
+    const [info] = await this.snapshot(async (tx) => {
+      const names = await tx.read<InfoName>('info-name', [name])
+      return this.infos(tx, names)
     })
     return info ?? null
   }
@@ -286,9 +285,9 @@ export class MysqlDriver implements Driver {
     let left = limitOf(page)
     while (left > 0) {
       const size = Math.min(LIST_PAGE, left)
-      const { infos, rows, last } = await this.snapshot(async (run) => {
-        const names = await run<InfoName>('info-names', [pattern, after, size])
-        return { infos: await this.infos(run, names), rows: names.length, last: names.at(-1)?.name }
+      const { infos, rows, last } = await this.snapshot(async (tx) => {
+        const names = await tx.read<InfoName>('info-names', [pattern, after, size])
+        return { infos: await this.infos(tx, names), rows: names.length, last: names.at(-1)?.name }
       })
       for (const info of infos) {
         if (left <= 0) return
@@ -301,10 +300,10 @@ export class MysqlDriver implements Driver {
   }
 
   async forceRelease(name: string): Promise<boolean> {
-    return this.transaction(async (run) => {
-      const state = await this.lockExisting(run, name)
+    return this.transaction(async (tx) => {
+      const state = await this.lockExisting(tx, name)
       if (!state) return false
-      await run('drop-all', [name, name])
+      tx.write('drop-all', [name, name])
       let dropped = 0
       for (const hold of state.holds) {
         if (hold.expiresAt <= state.now) continue
@@ -312,8 +311,8 @@ export class MysqlDriver implements Driver {
         state.wakes.push([clientOf(hold.owner), `l|${hold.owner}|released by force (forceRelease)`])
       }
       for (const entry of state.line) if (entry.staleAt > state.now) state.wakes.push([clientOf(entry.owner), `r|${entry.owner}`])
-      await run('touch', [state.now, name])
-      await this.writeWakes(run, state)
+      tx.write('touch', [state.now, name])
+      await this.writeWakes(tx, state)
       return dropped > 0
     })
   }
@@ -333,51 +332,47 @@ export class MysqlDriver implements Driver {
   }
 
   /** The name's row locked (created if missing), its holds and line, and the clock. */
-  private async readState(run: Run, name: string): Promise<NameState> {
-    const [row] = await run<NameRow>('read-name', [name])
-    if (!row) throw new Error(`the row of "${name}" vanished under its lock`)
-    return this.stateOf(run, name, row)
+  private async readState(tx: Tx, name: string): Promise<NameState> {
+    const state = await this.lockExisting(tx, name)
+    if (!state) throw new Error(`the row of "${name}" vanished under its lock`)
+    return state
   }
 
-  /** As readState, for operations on a name that may not exist (nothing to do then). */
-  private async lockExisting(run: Run, name: string): Promise<NameState | undefined> {
-    const [row] = await run<NameRow>('read-name', [name])
-    return row ? this.stateOf(run, name, row) : undefined
-  }
-
-  private async stateOf(run: Run, name: string, row: NameRow): Promise<NameState> {
-    const holds = (await run<HoldRecord>('read-holds', [name])).map(holdOf)
-    const line = (await run<LineRecord>('read-line', [name])).map(entryOf)
+  /** As readState, for operations on a name that may not exist (nothing to do then); one round trip. */
+  private async lockExisting(tx: Tx, name: string): Promise<NameState | undefined> {
+    const [names, holds, line] = await tx.readMany([['read-name', [name]], ['read-holds', [name]], ['read-line', [name]]])
+    const row = (names as NameRow[])[0]
+    if (!row) return undefined
     return {
       name, kind: row.kind, fair: Boolean(row.fair), permits: row.permits, lastToken: BigInt(row.last_token),
-      now: Number(row.now_us), holds, line, wakes: [],
+      now: Number(row.now_us), holds: (holds as HoldRecord[]).map(holdOf), line: (line as LineRecord[]).map(entryOf), wakes: [],
     }
   }
 
   /** Hands the name to the head of the line while it fits; each new holder's client gets a wake-up row. */
-  private async serve(run: Run, state: NameState): Promise<void> {
+  private async serve(tx: Tx, state: NameState): Promise<void> {
     if (state.line.length === 0) return
     const { grant, drop } = serveLine(takenSlots(state.holds, state.now), state.line, state.permits, state.now)
     const served = [...drop, ...grant]
     if (served.length === 0) return
-    await run('leave-line', [state.name, served.map((w) => w.owner)])
+    tx.write('leave-line', [state.name, served.map((w) => w.owner)])
     state.line = state.line.filter((w) => !served.includes(w))
     for (const entry of grant) {
-      const token = await this.grant(run, state, entry)
+      const token = await this.grant(tx, state, entry)
       state.wakes.push([clientOf(entry.owner), `g|${entry.owner}|${token}|${entry.ttlMs}`])
     }
   }
 
   private async grant(
-    run: Run, state: NameState,
+    tx: Tx, state: NameState,
     who: { owner: string; mode: HoldMode; weight: number; ttlMs: number; lockDelayMs: number; description: string | null; value: string | null },
   ): Promise<bigint> {
     const token = nextToken(state.lastToken, state.now)
     state.lastToken = token
     const expiresAt = state.now + who.ttlMs * US
     const blockedUntil = expiresAt + who.lockDelayMs * US
-    await run('grant', [token.toString(), state.now, state.name])
-    await run('insert-hold', [
+    tx.write('grant', [token.toString(), state.now, state.name])
+    tx.write('insert-hold', [
       state.name, who.owner, who.mode, who.weight, token.toString(), expiresAt, who.lockDelayMs, blockedUntil,
       who.description, Math.floor(state.now / US), who.value,
     ])
@@ -389,17 +384,18 @@ export class MysqlDriver implements Driver {
     return token
   }
 
-  private async writeWakes(run: Run, state: NameState): Promise<void> {
+  private async writeWakes(tx: Tx, state: NameState): Promise<void> {
     if (state.wakes.length === 0) return
-    await run('wake', [state.wakes.map(([client, message]) => [client, message, state.now])])
+    tx.write('wake', [state.wakes.map(([client, message]) => [client, message, state.now])])
   }
 
   /** Holders and waiters of the names read, from the same snapshot; names nobody uses are left out. */
-  private async infos(run: Run, names: InfoName[]): Promise<LockInfo[]> {
+  private async infos(tx: Tx, names: InfoName[]): Promise<LockInfo[]> {
     if (names.length === 0) return []
     const list = names.map((n) => n.name)
-    const holds = await run<HoldRecord & { name: Buffer }>('info-holds', [list])
-    const line = await run<LineRecord & { name: Buffer }>('info-line', [list])
+    const [holdRows, lineRows] = await tx.readMany([['info-holds', [list]], ['info-line', [list]]])
+    const holds = holdRows as (HoldRecord & { name: Buffer })[]
+    const line = lineRows as (LineRecord & { name: Buffer })[]
     const infos: LockInfo[] = []
     for (const row of names) {
       const now = Number(row.now_us)
@@ -418,24 +414,21 @@ export class MysqlDriver implements Driver {
   }
 
   /**
-   * One operation: one transaction on one pooled connection. A transaction
-   * InnoDB rolled back to break a deadlock (or whose row lock wait timed
-   * out) applied nothing, and is run again.
+   * One operation: one transaction on one pooled connection, its statements
+   * sent together wherever no answer is needed in between (the opening
+   * reads in one round trip, the writes with the COMMIT in another). A
+   * transaction InnoDB rolled back to break a deadlock (or whose row lock
+   * wait timed out) applied nothing, and is run again.
    */
-  private async transaction<T>(work: (run: Run) => Promise<T>): Promise<T> {
+  private async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const connection = await this.connection()
+      const tx = new Tx(connection, this.sql, this.options.commandTimeoutMs, ['START TRANSACTION'])
       try {
-        await connection.query({ sql: 'START TRANSACTION', timeout: this.options.commandTimeoutMs })
-        let wrote = false
-        const run = this.runner(connection)
-        const result = await work((statement, values) => {
-          if (statement === 'wake') wrote = true
-          return run(statement, values)
-        })
-        await connection.query({ sql: 'COMMIT', timeout: this.options.commandTimeoutMs })
+        const result = await work(tx)
+        await tx.commit()
         connection.release()
-        if (wrote) this.bell.ring()
+        if (tx.wroteWakes) this.bell.ring()
         return result
       } catch (cause) {
         if (isTransient(cause) && attempt < TRANSIENT_ATTEMPTS) {
@@ -452,13 +445,14 @@ export class MysqlDriver implements Driver {
   }
 
   /** A read-only transaction on one consistent snapshot (inspect, list). */
-  private async snapshot<T>(work: (run: Run) => Promise<T>): Promise<T> {
+  private async snapshot<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const connection = await this.connection()
+    const tx = new Tx(connection, this.sql, this.options.commandTimeoutMs, [
+      'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ', 'START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY',
+    ])
     try {
-      await connection.query({ sql: 'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ', timeout: this.options.commandTimeoutMs })
-      await connection.query({ sql: 'START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY', timeout: this.options.commandTimeoutMs })
-      const result = await work(this.runner(connection))
-      await connection.query({ sql: 'COMMIT', timeout: this.options.commandTimeoutMs })
+      const result = await work(tx)
+      await tx.commit()
       connection.release()
       return result
     } catch (cause) {
@@ -472,13 +466,6 @@ export class MysqlDriver implements Driver {
       return await this.pool.getConnection()
     } catch (cause) {
       throw storeError(this.target, cause)
-    }
-  }
-
-  private runner(connection: PoolConnection): Run {
-    return async <R>(statement: Statement, values: unknown[] = []) => {
-      const [rows] = await connection.query({ sql: this.sql.statements[statement], timeout: this.options.commandTimeoutMs }, values)
-      return rows as unknown as R[]
     }
   }
 
@@ -505,18 +492,89 @@ export class MysqlDriver implements Driver {
    * Like every operation, it locks the names first (skipping those in use).
    */
   private async sweep(): Promise<boolean> {
-    return this.transaction(async (run) => {
-      const [clock] = await run<{ now_us: string }>('clock')
+    return this.transaction(async (tx) => {
+      const [clock] = await tx.read<{ now_us: string }>('clock')
       const then = Number(clock!.now_us)
-      const candidates = await run<{ name: Buffer }>('sweep-candidates', [then - this.options.fenceTtlMs * US, then, then, SWEEP_BATCH])
+      const candidates = await tx.read<{ name: Buffer }>('sweep-candidates', [then - this.options.fenceTtlMs * US, then, then, SWEEP_BATCH])
       if (candidates.length === 0) return false
-      const locked = await run<{ name: Buffer; now_us: string }>('sweep-lock', [candidates.map((c) => c.name)])
+      const locked = await tx.read<{ name: Buffer; now_us: string }>('sweep-lock', [candidates.map((c) => c.name)])
       if (locked.length === 0) return false
       const now = Number(locked[0]!.now_us)
       const names = locked.map((l) => l.name)
-      await run('sweep-drop', [now, names, now, now, names, now, names, now, names, now - this.options.fenceTtlMs * US, now])
+      tx.write('sweep-drop', [now, names, now, now, names, now, names, now, names, now - this.options.fenceTtlMs * US, now])
       return candidates.length >= SWEEP_BATCH
     })
+  }
+}
+
+/**
+ * The statements of one transaction. Writes whose answer nothing needs wait
+ * and travel with the next read, or with the COMMIT: the lock rules need
+ * two round trips per operation, not one per statement. Values only ever
+ * travel as placeholders, escaped by mysql2's format.
+ */
+class Tx {
+  /** Whether a wake-up row was written (the client's bell rings after the commit). */
+  wroteWakes = false
+  private pending: string[]
+  private pendingCount: number
+
+  constructor(
+    private readonly connection: PoolConnection,
+    private readonly sql: SqlSet,
+    private readonly timeoutMs: number,
+    opening: string[],
+  ) {
+    this.pending = [...opening]
+    this.pendingCount = opening.length
+  }
+
+  write(statement: Statement, values: unknown[] = []): void {
+    if (statement === 'wake') this.wroteWakes = true
+    this.queue(statement, values)
+  }
+
+  async read<R>(statement: Statement, values: unknown[] = []): Promise<R[]> {
+    const [rows] = await this.readMany([[statement, values]])
+    return rows as R[]
+  }
+
+  /** A statement whose count of changed rows decides what comes next. */
+  async exec(statement: Statement, values: unknown[] = []): Promise<ResultSetHeader> {
+    const [header] = await this.readMany([[statement, values]])
+    return header as unknown as ResultSetHeader
+  }
+
+  /** Sends what waits and these, in one round trip; the answers of these, in order. */
+  async readMany(list: readonly [Statement, unknown[]][]): Promise<unknown[][]> {
+    const ends: number[] = []
+    for (const [statement, values] of list) {
+      this.queue(statement, values)
+      ends.push(this.pendingCount - 1)
+    }
+    const results = await this.flush()
+    return ends.map((end) => results[end] as unknown[])
+  }
+
+  async commit(): Promise<void> {
+    this.pending.push('COMMIT')
+    this.pendingCount++
+    await this.flush()
+  }
+
+  private queue(statement: Statement, values: unknown[]): void {
+    this.pending.push(mysql.format(this.sql.statements[statement], values as Parameters<typeof mysql.format>[1]))
+    this.pendingCount += this.sql.counts[statement]
+  }
+
+  /** Every answer of the round trip, one per statement. */
+  private async flush(): Promise<unknown[]> {
+    const text = this.pending.join(';\n')
+    const count = this.pendingCount
+    this.pending = []
+    this.pendingCount = 0
+    const [results] = await this.connection.query({ sql: text, timeout: this.timeoutMs })
+    return count === 1 ? [results] : (results as unknown[])
   }
 }
 

@@ -20,6 +20,8 @@ export type Statement = (typeof STATEMENTS)[number]
 
 export interface SqlSet {
   readonly statements: Readonly<Record<Statement, string>>
+  /** How many statements each file holds (a round trip's answers come one per statement). */
+  readonly counts: Readonly<Record<Statement, number>>
   readonly migrations: readonly Migration[]
 }
 
@@ -39,7 +41,8 @@ export function mysqlSql(): SqlSet {
   if (cached) return cached
   const raw = readStatements(sqlDir, STATEMENTS)
   const statements = Object.fromEntries(Object.entries(raw).map(([name, text]) => [name, withoutComments(text as string)])) as Record<Statement, string>
-  cached = { statements, migrations: readMigrations(migrationsDir) }
+  const counts = Object.fromEntries(Object.entries(statements).map(([name, text]) => [name, text.split(/;\s*\n/).length])) as Record<Statement, number>
+  cached = { statements, counts, migrations: readMigrations(migrationsDir) }
   return cached
 }
 
