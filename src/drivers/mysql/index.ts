@@ -14,6 +14,7 @@ import { WakeRoutes } from '../../core/wake-routes.js'
 import { isTransient, mysqlTarget, storeError, type MysqlTarget } from './connection.js'
 import { WakePoller } from './listener.js'
 import { Bell, bellName } from './bell.js'
+import { Sweeper } from '../sql-common/sweeper.js'
 import { ensureSchema } from './schema.js'
 import { mysqlSql, type SqlSet, type Statement } from './sql.js'
 
@@ -25,8 +26,6 @@ const CAPABILITIES: Capabilities = {
 const LIST_PAGE = 500
 /** Most idle names one sweep looks at; a full batch runs the next sweep at once. */
 const SWEEP_BATCH = 1000
-const SWEEP_MIN_MS = 250
-const SWEEP_MAX_MS = 60_000
 /** Attempts of a transaction InnoDB gave up to break a deadlock (nothing of it was applied). */
 const TRANSIENT_ATTEMPTS = 5
 const US = 1000
@@ -75,7 +74,7 @@ export class MysqlDriver implements Driver {
   /** Owners watched now: the poller runs while there are any (or observers). */
   private watching = 0
   private readonly observers = new Map<string, Set<() => void>>()
-  private sweepTimer: NodeJS.Timeout | undefined
+  private readonly sweeper: Sweeper
   private closed = false
 
   constructor(
@@ -98,12 +97,13 @@ export class MysqlDriver implements Driver {
       observed: () => [...this.observers.keys()],
       bell: () => (this.waitingFor === undefined ? undefined : bellName(target.database, this.waitingFor)),
     })
+    this.sweeper = new Sweeper(options.fenceTtlMs, () => this.sweep())
     this.bell = new Bell(target.connection, bellName(target.database, options.clientId))
   }
 
   async start(): Promise<void> {
     await this.bell.start()
-    this.scheduleSweep(this.sweepInterval())
+    this.sweeper.start()
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -320,7 +320,7 @@ export class MysqlDriver implements Driver {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    clearTimeout(this.sweepTimer)
+    this.sweeper.stop()
     this.routes.clear()
     this.observers.clear()
     await Promise.allSettled([this.poller.close(), this.bell.close(), this.pool.end()])
@@ -467,23 +467,6 @@ export class MysqlDriver implements Driver {
     } catch (cause) {
       throw storeError(this.target, cause)
     }
-  }
-
-  /** Half the idle window, so a name's rows go between 1 and 1.5 windows after its last use. */
-  private sweepInterval(): number {
-    const base = Math.min(SWEEP_MAX_MS, Math.max(SWEEP_MIN_MS, this.options.fenceTtlMs / 2))
-    return base * (0.9 + Math.random() * 0.2) // clients started together do not sweep together
-  }
-
-  private scheduleSweep(delayMs: number): void {
-    if (this.closed) return
-    this.sweepTimer = setTimeout(() => {
-      this.sweep().then(
-        (full) => this.scheduleSweep(full ? 0 : this.sweepInterval()),
-        () => this.scheduleSweep(this.sweepInterval()), // the store is away; the next sweep catches up
-      )
-    }, delayMs)
-    this.sweepTimer.unref()
   }
 
   /**

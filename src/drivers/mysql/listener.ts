@@ -35,11 +35,11 @@ export class WakePoller {
   private closed = false
   private running = false
   private lostConnection = false
-  /** Bells got at once in a row (see awaitBell). */
+  /** Bells got at once in a row (see pollOnce). */
   private unheld = 0
   private wakeLoop: (() => void) | undefined
   private timer: NodeJS.Timeout | undefined
-  /** Messages dispatched but not yet deleted: never dispatched twice. */
+  /** Messages dispatched and not yet deleted (the next poll deletes them): never dispatched twice. */
   private readonly dispatched = new Set<string>()
   /** Last change counter seen per observed name ('' for a name with no row). */
   private readonly seen = new Map<string, string>()
@@ -75,42 +75,64 @@ export class WakePoller {
   private async loop(): Promise<void> {
     let failures = 0
     while (!this.closed && this.handlers.wanted()) {
+      let waited = false
       try {
-        await this.pollOnce()
+        waited = await this.pollOnce()
         failures = 0
       } catch {
         this.drop()
         failures++
       }
-      if (failures === 0 && (await this.awaitBell())) continue
-      await this.pause(failures === 0 ? POLL_MS : Math.min(RECONNECT_MAX_MS, POLL_MS * 2 ** failures))
+      if (!waited) await this.pause(failures === 0 ? POLL_MS : Math.min(RECONNECT_MAX_MS, POLL_MS * 2 ** failures))
     }
     this.running = false
     // A watch registered while the loop was ending.
     if (!this.closed && this.handlers.wanted()) this.kick()
   }
 
-  private async pollOnce(): Promise<void> {
+  /**
+   * One round trip: deletes the wake-ups dispatched last time, blocks on the
+   * bell of the client we wait for (at most one poll interval; bell.ts),
+   * lets go of it at once, then reads this client's wake-ups and the change
+   * counters of observed names. True when the bell wait stood in for the
+   * pause between polls. A bell got at once is not held (its client has not
+   * taken it, or is gone): twice running, and the pause runs instead, so
+   * that nothing spins.
+   */
+  private async pollOnce(): Promise<boolean> {
     const connection = await this.connected()
-    const [rows] = (await connection.query({ sql: this.sql.statements['poll-wakes'], timeout: this.commandTimeoutMs }, [this.clientId])) as unknown as [
-      { id: string; message: string }[],
-    ]
-    if (rows.length > 0) {
-      for (const row of rows) {
-        if (this.dispatched.has(row.id)) continue
-        this.dispatched.add(row.id)
-        this.handlers.onMessage(row.message)
-      }
-      const ids = rows.map((r) => r.id)
-      await connection.query({ sql: this.sql.statements['ack-wakes'], timeout: this.commandTimeoutMs }, [this.clientId, ids])
-      for (const id of ids) this.dispatched.delete(id)
-    }
+    const statements = this.sql.statements
+    const parts: string[] = []
+    const acked = [...this.dispatched]
+    if (acked.length > 0) parts.push(mysql.format(statements['ack-wakes'], [this.clientId, acked]))
+    const bell = this.unheld < 2 ? this.handlers.bell() : undefined
+    const bellAt = parts.length
+    if (bell !== undefined) parts.push(mysql.format('SELECT GET_LOCK(?, ?) AS got', [bell, POLL_MS / 1000]), mysql.format('DO RELEASE_LOCK(?)', [bell]))
+    const wakesAt = parts.length
+    parts.push(mysql.format(statements['poll-wakes'], [this.clientId]))
     const names = this.handlers.observed()
     for (const name of this.seen.keys()) if (!names.includes(name)) this.seen.delete(name)
+    const changesAt = parts.length
+    if (names.length > 0) parts.push(mysql.format(statements['poll-changes'], [[...names]]))
+
+    const started = performance.now()
+    const [answer] = await connection.query({ sql: parts.join(';\n'), timeout: this.commandTimeoutMs + POLL_MS })
+    const results = parts.length === 1 ? [answer] : (answer as unknown[])
+    for (const id of acked) this.dispatched.delete(id)
+
+    if (bell !== undefined) {
+      const [row] = results[bellAt] as { got: number | null }[]
+      this.unheld = row?.got === 1 && performance.now() - started < 2 ? this.unheld + 1 : 0
+    } else if (this.handlers.bell() !== undefined) {
+      this.unheld = 0 // paused once: try the bell again
+    }
+    for (const row of results[wakesAt] as { id: string; message: string }[]) {
+      if (this.dispatched.has(row.id)) continue
+      this.dispatched.add(row.id)
+      this.handlers.onMessage(row.message)
+    }
     if (names.length > 0) {
-      const [changes] = (await connection.query({ sql: this.sql.statements['poll-changes'], timeout: this.commandTimeoutMs }, [names])) as unknown as [
-        { name: Buffer; changes: string }[],
-      ]
+      const changes = results[changesAt] as { name: Buffer; changes: string }[]
       const now = new Map(changes.map((c) => [c.name.toString('utf8'), c.changes]))
       for (const name of names) {
         const counter = now.get(name) ?? ''
@@ -119,33 +141,7 @@ export class WakePoller {
         this.handlers.onChange(name)
       }
     }
-  }
-
-  /**
-   * Blocks on the bell of the client we wait for, at most one poll interval.
-   * True when that replaced the pause: the bell rang, or the interval ran
-   * out. A bell got at once is not held (its client has not taken it, or
-   * is gone): then the pause runs, so that nothing spins.
-   */
-  private async awaitBell(): Promise<boolean> {
-    const bell = this.handlers.bell()
-    const connection = this.connection
-    if (bell === undefined || !connection) return false
-    const started = performance.now()
-    let got = false
-    try {
-      const [[row]] = (await connection.query({ sql: 'SELECT GET_LOCK(?, ?) AS got', timeout: this.commandTimeoutMs + POLL_MS }, [bell, POLL_MS / 1000])) as unknown as [
-        { got: number | null }[],
-      ]
-      got = row?.got === 1
-      if (got) await connection.query({ sql: 'DO RELEASE_LOCK(?)', timeout: this.commandTimeoutMs }, [bell])
-    } catch {
-      this.drop(connection)
-      return false
-    }
-    // Got at once twice running: nobody holds that bell, so it would spin.
-    this.unheld = got && performance.now() - started < 2 ? this.unheld + 1 : 0
-    return this.unheld < 2
+    return bell !== undefined && this.unheld < 2
   }
 
   /** The connection, opened again after a loss (then the handlers hear of it: messages may be missed meanwhile). */
