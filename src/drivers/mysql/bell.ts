@@ -83,9 +83,11 @@ export class Bell {
   }
 }
 
-/** The bell of a client, as every client names it: server-wide lock names, at most 64 characters. */
-export function bellName(database: string, clientId: string): string {
-  let hash = 0
-  for (const c of database) hash = (hash * 31 + c.charCodeAt(0)) >>> 0
-  return `baton.bell.${hash.toString(36)}.${clientId}`.slice(0, 64)
+/**
+ * The bell of a client, as every client names it (bell-of-holder.sql builds
+ * the same from an owner): named locks are server-wide, and client ids are
+ * random (48 bits), so no two clients share one.
+ */
+export function bellName(clientId: string): string {
+  return `baton.bell.${clientId}`
 }

@@ -69,8 +69,8 @@ export class MysqlDriver implements Driver {
   private readonly poller: WakePoller
   /** This client's doorbell, rung after each of its transactions that left wake-ups. */
   private readonly bell: Bell
-  /** The client whose bell our poller waits on: the holder's, from the last busy answer. */
-  private waitingFor: string | undefined
+  /** Names our owners wait for (their last attempt was busy), by owner: the poller waits on a holder's bell. */
+  private readonly waitingOn = new Map<string, string>()
   /** Owners watched now: the poller runs while there are any (or observers). */
   private watching = 0
   private readonly observers = new Map<string, Set<() => void>>()
@@ -95,10 +95,10 @@ export class MysqlDriver implements Driver {
       },
       wanted: () => this.watching > 0 || this.observers.size > 0,
       observed: () => [...this.observers.keys()],
-      bell: () => (this.waitingFor === undefined ? undefined : bellName(target.database, this.waitingFor)),
+      waitedNames: () => [...new Set(this.waitingOn.values())],
     })
     this.sweeper = new Sweeper(options.fenceTtlMs, () => this.sweep())
-    this.bell = new Bell(target.connection, bellName(target.database, options.clientId))
+    this.bell = new Bell(target.connection, bellName(options.clientId))
   }
 
   async start(): Promise<void> {
@@ -107,6 +107,14 @@ export class MysqlDriver implements Driver {
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    const result = await this.attempt(request)
+    // An owner that waits in line: the poller waits on the bell of the name's holder.
+    if (result.status === 'busy' && request.enqueue) this.waitingOn.set(request.owner, request.name)
+    else this.waitingOn.delete(request.owner)
+    return result
+  }
+
+  private async attempt(request: AcquireRequest): Promise<AcquireResult> {
     return this.transaction(async (tx) => {
       tx.write('lock-name', [request.name, request.kind, request.fair, request.permits])
       const state = await this.readState(tx, request.name)
@@ -167,8 +175,6 @@ export class MysqlDriver implements Driver {
       await this.writeWakes(tx, state)
       const wait = retryAfter(taken, state.line, request.owner, Math.ceil(request.queueTtlMs) * US, now)
       const first = [...state.holds].filter((h) => h.expiresAt > now).sort((a, b) => a.expiresAt - b.expiresAt)[0]
-      // The holder's client is the one likely to hand the name over: our poller waits on its bell.
-      if (first && request.enqueue) this.waitingFor = clientOf(first.owner)
       return { status: 'busy', retryAfterMs: Math.max(1, Math.ceil(wait / US)), ...(first ? { holder: summary(first) } : {}) }
     })
   }
@@ -188,6 +194,7 @@ export class MysqlDriver implements Driver {
   }
 
   async release(hold: HoldRef | (LockSpec & { owner: string })): Promise<boolean> {
+    this.waitingOn.delete(hold.owner)
     const token = 'token' in hold ? hold.token.toString() : null
     return this.transaction(async (tx) => {
       const state = await this.lockExisting(tx, hold.name)
@@ -245,6 +252,7 @@ export class MysqlDriver implements Driver {
       if (done) return
       done = true
       this.watching--
+      this.waitingOn.delete(owner)
       unwatch()
     }
   }

@@ -17,8 +17,8 @@ export interface PollerHandlers {
   wanted(): boolean
   /** The names election observers follow. */
   observed(): readonly string[]
-  /** The bell (bell.ts) of a client one of our owners waits for, if any: waited on instead of sleeping. */
-  bell(): string | undefined
+  /** The names our owners wait for: the poll waits on the bell (bell.ts) of one's holder instead of sleeping. */
+  waitedNames(): readonly string[]
 }
 
 /**
@@ -105,25 +105,26 @@ export class WakePoller {
     const parts: string[] = []
     const acked = [...this.dispatched]
     if (acked.length > 0) parts.push(mysql.format(statements['ack-wakes'], [this.clientId, acked]))
-    const bell = this.unheld < 2 ? this.handlers.bell() : undefined
-    const bellAt = parts.length
-    if (bell !== undefined) parts.push(mysql.format('SELECT GET_LOCK(?, ?) AS got', [bell, POLL_MS / 1000]), mysql.format('DO RELEASE_LOCK(?)', [bell]))
-    const wakesAt = parts.length
+    const waited = this.handlers.waitedNames()
+    const bell = this.unheld < 2 && waited.length > 0
+    const bellAt = parts.length + 1
+    if (bell) parts.push(mysql.format(statements['bell-of-holder'], [[...waited], POLL_MS / 1000]))
+    const wakesAt = parts.length + (bell ? 2 : 0)
     parts.push(mysql.format(statements['poll-wakes'], [this.clientId]))
     const names = this.handlers.observed()
     for (const name of this.seen.keys()) if (!names.includes(name)) this.seen.delete(name)
-    const changesAt = parts.length
+    const changesAt = wakesAt + 1
     if (names.length > 0) parts.push(mysql.format(statements['poll-changes'], [[...names]]))
 
     const started = performance.now()
     const [answer] = await connection.query({ sql: parts.join(';\n'), timeout: this.commandTimeoutMs + POLL_MS })
-    const results = parts.length === 1 ? [answer] : (answer as unknown[])
+    const results = parts.length === 1 ? [answer] : (answer as unknown[]) // one answer per statement
     for (const id of acked) this.dispatched.delete(id)
 
-    if (bell !== undefined) {
+    if (bell) {
       const [row] = results[bellAt] as { got: number | null }[]
       this.unheld = row?.got === 1 && performance.now() - started < 2 ? this.unheld + 1 : 0
-    } else if (this.handlers.bell() !== undefined) {
+    } else if (waited.length > 0) {
       this.unheld = 0 // paused once: try the bell again
     }
     for (const row of results[wakesAt] as { id: string; message: string }[]) {
@@ -141,7 +142,7 @@ export class WakePoller {
         this.handlers.onChange(name)
       }
     }
-    return bell !== undefined && this.unheld < 2
+    return bell && this.unheld < 2
   }
 
   /** The connection, opened again after a loss (then the handlers hear of it: messages may be missed meanwhile). */

@@ -13,7 +13,7 @@ export const STATEMENTS = [
   'lock-name', 'read-name', 'read-holds', 'read-line', 'grant', 'insert-hold', 'drop-past-holds', 'enqueue',
   'refresh-entry', 'leave-line', 'set-kind', 'touch', 'release-hold', 'downgrade', 'proclaim', 'drop-all', 'wake',
   'live-holds', 'renew', 'info-names', 'info-name', 'info-holds', 'info-line', 'sweep-candidates', 'sweep-lock',
-  'sweep-drop', 'clock', 'version', 'poll-wakes', 'ack-wakes', 'poll-changes',
+  'sweep-drop', 'clock', 'version', 'poll-wakes', 'ack-wakes', 'poll-changes', 'bell-of-holder',
 ] as const
 
 export type Statement = (typeof STATEMENTS)[number]
