@@ -70,10 +70,14 @@ export function errorNumber(error: unknown): number | undefined {
   return typeof errno === 'number' && typeof (error as { sqlState?: unknown }).sqlState === 'string' ? errno : undefined
 }
 
-/** InnoDB gave up a transaction to break a deadlock, or a row lock wait timed out: nothing was applied, try again. */
+/**
+ * InnoDB gave up a transaction to break a deadlock, or a row lock wait timed
+ * out, or a named lock wait was refused as a deadlock (3058, MySQL 8's
+ * ER_USER_LOCK_DEADLOCK): nothing was applied, try again.
+ */
 export function isTransient(error: unknown): boolean {
   const errno = errorNumber(error)
-  return errno === 1213 || errno === 1205
+  return errno === 1213 || errno === 1205 || errno === 3058
 }
 
 const ACCESS_DENIED = new Set([1045, 1044, 1698])

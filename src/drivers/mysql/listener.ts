@@ -1,6 +1,7 @@
 import mysql from 'mysql2'
 import type { Connection, ConnectionOptions } from 'mysql2/promise'
 import type { SqlSet } from './sql.js'
+import { isTransient } from './connection.js'
 
 /** How often a client with waiters, holders or election observers looks at its wake-ups. */
 export const POLL_MS = 50
@@ -79,9 +80,16 @@ export class WakePoller {
       try {
         waited = await this.pollOnce()
         failures = 0
-      } catch {
-        this.drop()
-        failures++
+      } catch (error) {
+        if (isTransient(error)) {
+          // The server's deadlock detector refused the wait on a bell (named
+          // locks of several sessions waiting on each other for an instant):
+          // nothing was missed, the rows are read by the next poll, without it.
+          this.unheld = 2
+        } else {
+          this.drop()
+          failures++
+        }
       }
       if (!waited) await this.pause(failures === 0 ? POLL_MS : Math.min(RECONNECT_MAX_MS, POLL_MS * 2 ** failures))
     }
