@@ -4,8 +4,12 @@ import { errorNumber, storeError, type MysqlTarget } from './connection.js'
 import { migrationsPath, type SqlSet } from './sql.js'
 
 const NO_SUCH_TABLE = 1146
-/** Table / command access denied. */
-const DENIED = new Set([1142, 1044, 1045])
+/**
+ * The user may not use or create the tables (ER_TABLEACCESS_DENIED_ERROR), or
+ * not the database (ER_DBACCESS_DENIED_ERROR). Not 1045, refused credentials:
+ * that is UNAUTHORIZED (storeError).
+ */
+const DENIED = new Set([1142, 1044])
 
 /**
  * Brings the schema to the latest version on first use, as the PostgreSQL
