@@ -32,6 +32,7 @@ const BUNDLED_PACKAGES = new Set(['ioredis', 'cluster-key-slot'])
 const VENDOR_GROUPS = {
   server: ['fastify', '@fastify/swagger', 'prom-client'],
   pg: ['pg'],
+  mysql: ['mysql2'],
   zookeeper: ['node-zookeeper-client'],
   etcd: ['etcd3', 'cockatiel'],
   // The optional peer of baton/otel (src/otel): tracing of the command's own clients when asked for.
