@@ -1,6 +1,7 @@
 import type { AcquireRequest, ExtendResult, HoldRef, LockSpec } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
-import { memberOf, type RedisDriver } from '../redis/index.js'
+import type { RedisDriver } from '../redis/index.js'
+import { memberOf } from '../redis/members.js'
 import { answeredAll, driftMs, validityMs, type Answer, type NodeCall } from './quorum.js'
 import type { Line } from './line.js'
 import type { NodeSet } from './node-set.js'
