@@ -1,4 +1,4 @@
-import { MAX_NAME_BYTES } from '../core/names.js'
+import { MAX_NAME_BYTES } from '../internal-api.js'
 import { MAX_LEASE_ID_LENGTH } from './lease-id.js'
 
 /**
