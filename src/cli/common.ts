@@ -4,9 +4,8 @@
  * store clients so `baton --help` and `baton run` load as little as possible.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { parseDuration } from '../core/duration.js'
-import { isBatonError, type ErrorCode } from '../core/errors.js'
-import { parseStoreUrl } from '../core/url.js'
+import { type ErrorCode, isBatonError } from '../index.js'
+import { parseDuration, parseStoreUrl } from '../internal-api.js'
 
 /**
  * Exit codes, the same for every command (README "Exit codes"). 75 is

@@ -1,4 +1,4 @@
-import { invalidArgument } from '../core/errors.js'
+import { invalidArgument } from '../internal-api.js'
 
 export interface ServeConfig {
   store: string | undefined

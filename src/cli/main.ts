@@ -1,4 +1,4 @@
-import { isBatonError } from '../core/errors.js'
+import { isBatonError } from '../index.js'
 import { cliAdvice, EXIT, exitCodeOf, flushOutput, print, UsageError, type Command } from './common.js'
 
 /**

@@ -1,7 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { invalidArgument } from '../core/errors.js'
-import { validatePrefix } from '../core/names.js'
+import { invalidArgument, validatePrefix } from '../internal-api.js'
 import { HttpError } from './http-errors.js'
 
 export type Right = 'read' | 'lock' | 'admin'

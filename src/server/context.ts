@@ -1,25 +1,21 @@
 import type { FastifyRequest } from 'fastify'
-import type { Baton } from '../baton.js'
 import { OPEN, type Access } from './auth.js'
 import type { DataDir } from './data-dir.js'
 import type { EventHub } from './events.js'
 import type { LeaseDesk } from './leases.js'
 import type { LeaseIds } from './lease-id.js'
 import { HttpError } from './http-errors.js'
-import type { LeaseCaps, Quotas, WaitLimits } from './limits.js'
-import { monotonicNow } from '../core/clock.js'
+import type { LeaseCaps, Quotas } from './limits.js'
+import { monotonicNow } from '../internal-api.js'
 import type { Metrics } from './metrics.js'
-import type { SessionTable } from './sessions.js'
 import type { RequestWindow } from './request-window.js'
-import type { LongPoll } from './waits.js'
+import type { WaitBooks } from './waits.js'
 
-/** What every route handler shares: the library client and the server's bookkeeping. */
-export interface ServerContext {
-  readonly baton: Baton
+/** What every route handler shares: the library client and the server's bookkeeping (the waits' part in WaitBooks). */
+export interface ServerContext extends WaitBooks {
   readonly hub: EventHub
   readonly desk: LeaseDesk
   readonly metrics: Metrics
-  readonly limits: WaitLimits
   readonly dataDir: DataDir | undefined
   /** Per-token quotas of waiters, streams and holds. */
   readonly quotas: Quotas
@@ -33,16 +29,8 @@ export interface ServerContext {
   readonly leaseIds: LeaseIds
   /** Monotonic instant before which grants are refused after a start without --data-dir (0: none). */
   readonly grantsFrom: number
-  /** Waiting acquires by the client's waitId, so DELETE /v1/waits/{waitId} can end them. */
-  readonly waits: Map<string, LongPoll>
-  /** Client sessions: one keepalive renews a client's leases and proves its waiters alive. */
-  readonly sessions: SessionTable
   /** Outcomes of idempotent acquires, for a bounded window: a late duplicate never gets a new hold. */
   readonly outcomes: RequestWindow
-  /** Request ids of idempotent acquires in progress. */
-  readonly requests: Set<string>
-  /** Every waiting acquire, aborted at shutdown. */
-  readonly waiting: Set<AbortController>
   /** Open event streams, ended at shutdown. */
   readonly streams: Set<{ end(): void; buffered?(): number }>
   /** Longest plain JSON long-poll before "still waiting"; NDJSON streams send a heartbeat every third of it. */

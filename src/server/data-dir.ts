@@ -1,7 +1,6 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { monotonicNow } from '../core/clock.js'
-import { invalidArgument } from '../core/errors.js'
+import { invalidArgument, monotonicNow } from '../internal-api.js'
 
 /** Tokens reserved per fsync: the hot path writes to disk once per this many grants. */
 const TOKEN_BLOCK = 100_000n

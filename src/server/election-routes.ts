@@ -1,12 +1,12 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { MAX_VALUE_BYTES } from '../core/driver.js'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { leaderHold, publicOwner } from '../internal-api.js'
 import { requestName } from './lease-secret.js'
 import { demand } from './auth.js'
 import { accessOf, tenantOf, type ServerContext } from './context.js'
 import { HttpError } from './http-errors.js'
-import { publicOwner } from '../core/owner.js'
-import { leaderHold } from '../primitives/election.js'
-import { leaseGone, leaseOf, type AcquireBody, type NameParams } from './routes.js'
+import { checkedValue, type AcquireBody, type NameParams } from './acquire-request.js'
+import type { AcquireHandler } from './acquire-route.js'
+import { leaseGone, leaseOf } from './lease-answers.js'
 import { electionSchemas } from './schemas.js'
 
 const HEARTBEAT_MS = 15_000
@@ -22,7 +22,7 @@ type LeaseBody = { Body: { leaseId?: string; value?: string } }
  */
 export function electionRoutes(
   app: FastifyInstance, ctx: ServerContext,
-  acquire: (request: FastifyRequest<NameParams & { Body: AcquireBody }>, reply: FastifyReply) => Promise<unknown>,
+  acquire: AcquireHandler,
 ): void {
   const { baton } = ctx
 
@@ -113,12 +113,4 @@ export function electionRoutes(
     if (ref.mode !== 'exclusive') throw new HttpError('INVALID_ARGUMENT', `this lease is a "${ref.mode}" hold of "${name}", not a leadership (an exclusive hold)`)
     return ref
   }
-}
-
-/** A candidate's value within the bound the stores keep (bytes: the schema counts characters). */
-export function checkedValue(value: string): string {
-  if (value.includes('\0')) throw new HttpError('INVALID_ARGUMENT', '"value" must not contain a NUL character (stores keep it as text)')
-  const bytes = Buffer.byteLength(value)
-  if (bytes > MAX_VALUE_BYTES) throw new HttpError('INVALID_ARGUMENT', `"value" is ${bytes} bytes; at most ${MAX_VALUE_BYTES} UTF-8 bytes are kept`)
-  return value
 }

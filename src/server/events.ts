@@ -1,6 +1,6 @@
-import type { HoldMode, LockKind } from '../core/driver.js'
+import type { HoldMode, LockKind } from '../index.js'
+import { publicOwner } from '../internal-api.js'
 import { randomBytes } from 'node:crypto'
-import { publicOwner } from '../core/owner.js'
 
 /** `forced`: a release --force (DELETE /v1/locks/{name}) took the hold, by `by` (the token's name). */
 export type PublicEventType = 'grant' | 'release' | 'expire' | 'lost' | 'forced'

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply } from 'fastify'
-import { BatonError, isBatonError, type ErrorCode } from '../core/errors.js'
+import { BatonError, type ErrorCode, isBatonError } from '../index.js'
 import { ownerDigest } from './lease-id.js'
 
 /**

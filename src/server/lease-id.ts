@@ -1,9 +1,7 @@
 import * as crypto from 'node:crypto'
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
-import type { HoldMode, HoldRef, LockKind } from '../core/driver.js'
-import { MAX_DURATION_MS } from '../core/duration.js'
-import { invalidArgument } from '../core/errors.js'
-import { validateName } from '../core/names.js'
+import type { HoldMode, LockKind } from '../index.js'
+import { type HoldRef, invalidArgument, MAX_DURATION_MS, validateName } from '../internal-api.js'
 
 /**
  * Lease ids carry everything a server needs to rebuild the hold (spec, owner,

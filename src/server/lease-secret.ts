@@ -1,8 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import type { Driver, HoldRef, LockSpec } from '../core/driver.js'
-import { MAX_DURATION_MS } from '../core/duration.js'
-import { invalidArgument } from '../core/errors.js'
-import { validateName } from '../core/names.js'
+import { type Driver, type HoldRef, invalidArgument, type LockSpec, MAX_DURATION_MS, validateName } from '../internal-api.js'
 import type { LeaseIds } from './lease-id.js'
 
 /**

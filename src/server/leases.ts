@@ -1,6 +1,6 @@
-import type { Driver, ExtendResult, HoldMode, HoldRef, Wake } from '../core/driver.js'
+import type { HoldMode } from '../index.js'
+import { type Driver, type ExtendResult, type HoldRef, monotonicNow, type Wake } from '../internal-api.js'
 import type { EventHub } from './events.js'
-import { monotonicNow } from '../core/clock.js'
 
 /** Width of one slot of the deadline wheel, in ms: expiries are reported within about this much. */
 const SLOT_MS = 100

@@ -1,4 +1,4 @@
-import { parseDuration } from '../core/duration.js'
+import { parseDuration } from '../internal-api.js'
 import { HttpError } from './http-errors.js'
 
 export interface WaitCaps {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { validatePrefix } from '../core/names.js'
+import { validatePrefix } from '../internal-api.js'
 import { accessOf, restartWaitLeftMs, tenantOf, restartWaitReason, type ServerContext } from './context.js'
 import { dashboardRoutes } from './dashboard/index.js'
 import type { PublicEvent, PublicEventType } from './events.js'

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { parseDuration } from '../core/duration.js'
+import { parseDuration } from '../internal-api.js'
 import { accessOf, tenantOf, type ServerContext } from './context.js'
 import type { LeaseRef } from './lease-id.js'
 import { HttpError } from './http-errors.js'

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import type { HoldRef } from '../core/driver.js'
+import type { HoldRef } from '../internal-api.js'
 import { sameToken, type Access } from './auth.js'
 import { HttpError } from './http-errors.js'
 import type { LeaseDesk } from './leases.js'

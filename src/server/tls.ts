@@ -1,7 +1,7 @@
 import { readFileSync, unwatchFile, watchFile } from 'node:fs'
 import type { Server } from 'node:https'
 import { createSecureContext, type SecureContextOptions } from 'node:tls'
-import { invalidArgument } from '../core/errors.js'
+import { invalidArgument } from '../internal-api.js'
 
 /** The files of `baton serve --tls-cert --tls-key [--tls-ca]`. */
 export interface TlsFiles {

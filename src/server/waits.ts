@@ -1,8 +1,9 @@
 import type { FastifyReply } from 'fastify'
-import type { DetachedGrant } from '../core/keeper.js'
-import type { ServerContext } from './context.js'
+import type { Baton } from '../index.js'
+import type { DetachedGrant } from '../internal-api.js'
 import { HttpError } from './http-errors.js'
-import type { Session } from './sessions.js'
+import type { WaitLimits } from './limits.js'
+import type { Session, SessionTable } from './sessions.js'
 
 /** A plain JSON long-poll answered "still waiting" keeps its place this long for the client's next poll. */
 export const REPOLL_GRACE_MS = 15_000
@@ -10,6 +11,24 @@ export const REPOLL_GRACE_MS = 15_000
 export const DEFAULT_POLL_MAX_MS = 50_000
 
 export const STILL_WAITING = Symbol('still waiting')
+
+/**
+ * The server's books a waiting acquire enters and leaves: the part of the
+ * server's context a LongPoll uses, declared here so the context can extend
+ * it without the two modules importing each other.
+ */
+export interface WaitBooks {
+  readonly baton: Baton
+  readonly limits: WaitLimits
+  /** Waiting acquires by the client's waitId, so DELETE /v1/waits/{waitId} can end them. */
+  readonly waits: Map<string, LongPoll>
+  /** Client sessions: one keepalive renews a client's leases and proves its waiters alive. */
+  readonly sessions: SessionTable
+  /** Request ids of idempotent acquires in progress. */
+  readonly requests: Set<string>
+  /** Every waiting acquire, aborted at shutdown. */
+  readonly waiting: Set<AbortController>
+}
 
 /**
  * One waiting acquire on this server. It may outlive the HTTP request that
@@ -33,7 +52,7 @@ export class LongPoll {
   private unregister: (() => void) | undefined
 
   constructor(
-    private readonly ctx: ServerContext,
+    private readonly ctx: WaitBooks,
     readonly name: string,
     readonly waitId: string,
     readonly requestId: string | undefined,

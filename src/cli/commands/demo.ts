@@ -1,6 +1,5 @@
-import { connect } from '../../connect.js'
-import type { AcquireEvent } from '../../core/events.js'
-import { channels } from '../../core/events.js'
+import { channels, connect } from '../../index.js'
+import type { AcquireEvent } from '../../internal-api.js'
 import { DURATIONS_NOTE, durationFlag, EXIT, intFlag, parse, print, STORE_OPTION, type Command } from '../common.js'
 
 export interface DemoOptions {

@@ -1,4 +1,4 @@
-import { connect } from '../../connect.js'
+import { connect } from '../../index.js'
 import { age, EXIT, JSON_OPTION, parse, print, STORE_OPTION, storeUrl, textTable, timeLeft, toJson, whoText, modeText, type Command } from '../common.js'
 import { jsonView } from './ls.js'
 

@@ -1,5 +1,4 @@
-import type { LockView } from '../../baton.js'
-import { connect } from '../../connect.js'
+import { connect, type LockView } from '../../index.js'
 import { age, EXIT, JSON_OPTION, parse, print, STORE_OPTION, storeUrl, textTable, timeLeft, toJson, whoText, modeText, type Command } from '../common.js'
 
 const USAGE = 'usage: baton ls [--prefix P] [--json] [--store URL]'

@@ -1,4 +1,4 @@
-import { connect } from '../../connect.js'
+import { connect } from '../../index.js'
 import { EXIT, parse, print, STORE_OPTION, storeUrl, UsageError, type Command } from '../common.js'
 
 const USAGE = 'usage: baton release --force <name> [--store URL]'

@@ -1,16 +1,11 @@
 import { constants } from 'node:os'
-import { connect } from '../../connect.js'
-import { isBatonError } from '../../core/errors.js'
-import type { Lease } from '../../core/lease.js'
-import type { LockHandle } from '../../primitives/lock.js'
-import type { LockView } from '../../baton.js'
+import { connect, isBatonError, type Lease, type LockHandle, type LockView } from '../../index.js'
+import { describeProcess, MIN_TTL_MS } from '../../internal-api.js'
 import { FORWARDED_SIGNALS, runChild } from '../child.js'
 import {
   age, cliAdvice, DURATIONS_NOTE, durationFlag, EXIT, formatDuration, intFlag, parse, print, splitCommand, STORE_OPTION, storeUrl, timeLeft,
   UsageError, warn, whoText, type Command,
 } from '../common.js'
-import { describeProcess } from '../../core/options.js'
-import { MIN_TTL_MS } from '../../core/duration.js'
 
 const USAGE = `usage: baton run [options] <name> <command> [args…]
        baton run [options] <name> -c '<shell command>'

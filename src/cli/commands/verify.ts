@@ -8,14 +8,13 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { parseStoreUrl } from '../../core/url.js'
-import { parseDuration } from '../../core/duration.js'
+import { parseDuration, parseStoreUrl } from '../../internal-api.js'
 import { EXIT, intFlag, JSON_OPTION, parse, print, STORE_OPTION, storeUrl, toJson, UsageError, type Command } from '../common.js'
 import { historyNow } from '../verify/clock.js'
 import { afterOwnPause, describeViolation, findViolations, outagesOf, Resource, type Fault, type Outage } from '../verify/history.js'
 import type { VerifierMessage, WorkerMessage, WorkerSettings } from '../verify/protocol.js'
 import { runWorker } from '../verify/worker.js'
-import { connect } from '../../connect.js'
+import { connect } from '../../index.js'
 
 const USAGE = 'usage: baton verify --store URL [--workers N] [--seconds S] [--ttl T] [--hold T] [--pause EVERY] [--kill EVERY] [--no-fencing] [--json]'
 

@@ -9,9 +9,7 @@
  * the run goes through, not the end of the worker: every call, connect
  * included, is tried again, and each failure is reported as unavailability.
  */
-import { connect } from '../../connect.js'
-import type { Baton } from '../../baton.js'
-import { isBatonError, type BatonError } from '../../core/errors.js'
+import { type Baton, type BatonError, connect, isBatonError } from '../../index.js'
 import { historyNow } from './clock.js'
 import type { VerifierMessage, WorkerMessage, WorkerSettings } from './protocol.js'
 
