@@ -171,11 +171,11 @@ describe('plain HTTP with tokens off loopback, and TLS settings', () => {
 
   it('the TLS parameters of an https:// store URL are checked', async () => {
     const cases: [Record<string, string>, RegExp, string?][] = [
-      [{ ca: certificates.ca }, /"ca", "cert" and "key" are TLS settings, for an https:\/\/ URL/, 'http'],
+      [{ ca: certificates.ca }, /unknown option "ca" in the store URL http:\/\/.*\(http:\/\/ takes "session"\)/, 'http'],
       [{ ca: certificates.ca, cert: client.cert }, /"cert" and "key" go together/],
       [{ ca: `${certificates.ca}.missing` }, /"ca" in \S+ names a file that can not be read/],
       [{ ca: certificates.ca, cert: client.cert, key: serverFiles.key }, /do not make a TLS context/],
-      [{ cacert: certificates.ca }, /unknown parameter "cacert"/],
+      [{ cacert: certificates.ca }, /unknown option "cacert"/],
     ]
     for (const [params, message, scheme] of cases) {
       const url = storeUrl(params).replace(/^https/, scheme ?? 'https')

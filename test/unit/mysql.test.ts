@@ -52,7 +52,6 @@ describe('mysql store URLs', () => {
   for (const [url, pattern] of [
     ['mysql://db', /one database/],
     ['mysql://db/a/b', /one database/],
-    ['mysql://db/locks?schema=x', /unknown setting "schema"/],
     ['mysql://a:1,b:2/locks', /names 2 hosts/],
     ['mysql://db/locks?poolSize=0', /poolSize/],
     ['mysql://db/locks?sslmode=prefer', /fall back/],
