@@ -10,6 +10,7 @@ import { handoff } from './handoff.js'
 import { memoryStore } from './memory-store.js'
 import { memory } from './memory.js'
 import { multi } from './multi.js'
+import { otel } from './otel.js'
 import { parallel } from './parallel.js'
 import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
 import { redlockScenario } from './redlock.js'
@@ -28,5 +29,5 @@ export const scenarios: readonly Scenario[] = [
   fairHandoff, fairCommands, rwlockReaders, semaphore, weighted, multi,
   pgUncontended, pgHandoff, pgStatements,
   ...consensusScenarios, server, redlockScenario, cliStartup, dashboard,
-  election,
+  election, otel,
 ]
