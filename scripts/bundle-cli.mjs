@@ -35,8 +35,12 @@ const VENDOR_GROUPS = {
   mysql: ['mysql2'],
   zookeeper: ['node-zookeeper-client'],
   etcd: ['etcd3', 'cockatiel'],
-  // The optional peer of baton/otel (src/otel): tracing of the command's own clients when asked for.
-  otel: ['@opentelemetry/api'],
+  // The optional peer of baton/otel (src/otel), and the SDK `baton serve` exports its
+  // traces with when OTEL_* asks for them (src/server/tracing.ts): loaded only then.
+  otel: [
+    '@opentelemetry/api', '@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http',
+    '@opentelemetry/resources', '@opentelemetry/core', '@opentelemetry/context-async-hooks',
+  ],
 }
 const vendorFileOf = new Map(Object.entries(VENDOR_GROUPS).flatMap(([file, names]) => names.map((name) => [name, file])))
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'))
@@ -225,6 +229,9 @@ const vendorBuild = await build({
   write: false,
   // pg's optional native binding: pg falls back to its JavaScript client without it.
   external: ['pg-native'],
+  // The bundles run in a vm Script, which has no dynamic import(): made require()s (the
+  // OTLP exporter imports node:http so when it first sends).
+  supported: { 'dynamic-import': false },
   plugins: [vendorEntries],
 })
 for (const { path, contents } of vendorBuild.outputFiles) {

@@ -10,6 +10,7 @@ import { handoff } from './handoff.js'
 import { memoryStore } from './memory-store.js'
 import { memory } from './memory.js'
 import { multi } from './multi.js'
+import { otel } from './otel.js'
 import { parallel } from './parallel.js'
 import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
 import { mysqlHandoff, mysqlUncontended } from './mysql.js'
@@ -30,5 +31,5 @@ export const scenarios: readonly Scenario[] = [
   pgUncontended, pgHandoff, pgStatements,
   mysqlUncontended, mysqlHandoff,
   ...consensusScenarios, server, redlockScenario, cliStartup, dashboard,
-  election,
+  election, otel,
 ]

@@ -19,6 +19,8 @@ export interface AcquireEvent extends HoldEvent {
   /** What the name is used as, and whether the line is strictly in arrival order (absent on a re-entry). */
   kind?: LockKind
   fair?: boolean
+  /** Attempts sent to the store for this grant (absent on a re-entry, which asks the store nothing). */
+  attempts?: number
 }
 export interface LostEvent extends HoldEvent {
   error: Error
@@ -30,6 +32,23 @@ export interface WaitEvent {
   owner: string
   mode: HoldMode
   store: string
+}
+/** A waiter gave up without a grant: `code` is the error it ends with (LOCK_TIMEOUT, ABORTED, CLOSED). */
+export interface GiveUpEvent extends WaitEvent {
+  code: string
+  kind?: LockKind
+  fair?: boolean
+  /** Attempts sent to the store before giving up. */
+  attempts: number
+}
+/**
+ * An automatic renewal failed for a transport reason (the store did not
+ * answer): it is retried; the hold is lost only if its deadline passes first.
+ */
+export interface RenewFailedEvent extends HoldEvent {
+  error: Error
+  /** Time left before the hold counts as lost here, in ms (monotonic). */
+  remainingMs: number
 }
 
 /**
@@ -49,8 +68,10 @@ export const channels = {
   lost: diagnostics_channel.channel('baton:lost'),
   /** A waiter joined the line (the first attempt did not grant). */
   wait: diagnostics_channel.channel('baton:wait'),
-  /** A waiter gave up: timeout or abort. */
+  /** A waiter gave up: timeout or abort (GiveUpEvent). */
   giveUp: diagnostics_channel.channel('baton:give-up'),
+  /** An automatic renewal failed and will be retried (RenewFailedEvent). */
+  renewFailed: diagnostics_channel.channel('baton:renew-failed'),
   /** A client fell back to a degraded mode it recovers from by itself (WarningEvent). */
   warning: diagnostics_channel.channel('baton:warning'),
 } as const

@@ -3,7 +3,7 @@ import { setMaxListeners } from 'node:events'
 import { aborted, clientClosed, invalidArgument, lockTimeout } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { weightOf } from './compat.js'
-import { channels } from './events.js'
+import { channels, type AcquireEvent } from './events.js'
 import { Hold, Lease } from './lease.js'
 import { newOwnerId, newSecretOwnerId } from './owner.js'
 import { scopeInFlow, type Reentry } from './reentrancy.js'
@@ -111,7 +111,9 @@ export class Keeper {
       route.to(hold)
       if (options.autoExtend) this.watchdog.add(hold)
       if (channels.acquire.hasSubscribers) {
-        channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff, kind: request.kind, fair: request.fair })
+        channels.acquire.publish({
+          ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff, kind: request.kind, fair: request.fair, attempts: grant.attempts,
+        } satisfies AcquireEvent)
       }
       return new Lease(hold, this.clientId, spec.mode)
     } finally {
@@ -125,7 +127,8 @@ export class Keeper {
    * front of its store: it answers the ref inside a lease id and later
    * extends or releases it straight through the driver, so keeping a Hold per
    * HTTP lease would only cost memory (a timer and closures per held lock).
-   * Never reentrant; no diagnostics events (the server reports its own).
+   * Never reentrant. Publishes the acquire event like take() (the server's
+   * OpenTelemetry spans come from it), but no loss: nothing here watches the lease.
    */
   async takeDetached(spec: LockSpec, options: DetachedOptions): Promise<DetachedGrant | null> {
     this.checkOpen()
@@ -137,7 +140,10 @@ export class Keeper {
       got.unwatch()
       // A forced release can overtake the grant on its way here.
       const lost = got.route.take()?.some((wake) => wake.type === 'lost') ?? false
-      return { ref: got.request, ttlMs: got.grant.ttlMs, startedAt: got.grant.startedAt, waitedMs: monotonicNow() - got.started, lost }
+      const waitedMs = monotonicNow() - got.started
+      // The lock server's grants are traced like a library acquire (baton/otel listens here).
+      if (channels.acquire.hasSubscribers) publishDetached(this.driver.store, got.request, waitedMs, got.grant.handoff, got.grant.attempts)
+      return { ref: got.request, ttlMs: got.grant.ttlMs, startedAt: got.grant.startedAt, waitedMs, lost }
     } finally {
       if (--this.taking === 0) this.drained?.()
     }
@@ -166,7 +172,10 @@ export class Keeper {
       this.checkOpen()
     }
     request.token = result.token
-    return { ref: request, ttlMs: result.ttlMs, startedAt: started, waitedMs: monotonicNow() - started, lost: false }
+    const waitedMs = monotonicNow() - started
+    // As in takeDetached: a server grant is traced like a library acquire.
+    if (channels.acquire.hasSubscribers) publishDetached(this.driver.store, request, waitedMs, false, 1)
+    return { ref: request, ttlMs: result.ttlMs, startedAt: started, waitedMs, lost: false }
   }
 
   private newOwner(): string {
@@ -361,4 +370,12 @@ function attemptRequest(
     name: spec.name, kind: spec.kind, mode: spec.mode, fair: spec.fair, permits: spec.permits,
     lockDelayMs: spec.lockDelayMs, weight: weightOf(spec), owner, ttlMs, enqueue: false, queueTtlMs: 0, retry, token: 0n, description, value,
   }
+}
+
+/** The acquire event of a detached grant (the lock server's): no Hold, so made from the request. */
+function publishDetached(store: string, request: AttemptRequest & { token: bigint }, waitedMs: number, handoff: boolean, attempts: number): void {
+  channels.acquire.publish({
+    name: request.name, owner: request.owner, token: request.token, mode: request.mode, store,
+    waitedMs, reentered: false, handoff, kind: request.kind, fair: request.fair, attempts,
+  } satisfies AcquireEvent)
 }

@@ -2,7 +2,7 @@ import type { AcquireRequest, AcquireResult, Driver, HolderSummary, LockSpec, Wa
 import { aborted, BatonError, invalidArgument, lockTimeout } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { safetyMarginMs } from './margin.js'
-import { channels, type WaitEvent } from './events.js'
+import { channels, type GiveUpEvent, type WaitEvent } from './events.js'
 
 /** A grant, with the monotonic instant from which its ttl surely runs (or later). */
 export interface Grant {
@@ -10,6 +10,8 @@ export interface Grant {
   readonly ttlMs: number
   readonly startedAt: number
   readonly handoff: boolean
+  /** Attempts sent to the store, this grant's included. */
+  readonly attempts: number
 }
 
 /**
@@ -101,9 +103,12 @@ async function attempts(
   /** LOCK_TIMEOUT naming who holds the name: `holder` (the last answer's), else a last read, else `named`. */
   const timeout = async (holder: HolderSummary | undefined, lastRead = holder ? undefined : holderNow(driver, request.name, request.owner)) =>
     lockTimeout(request.name, waitMs === 0 ? 0 : Math.round(monotonicNow() - started), holder ?? (await lastRead) ?? named)
+  /** Attempts sent to the store so far (the acquire and give-up events report it). */
+  let sent = 0
   for (;;) {
     const sentAt = monotonicNow()
     const lossesBefore = route.losses
+    sent++
     const reply = driver.acquire(attempt)
     const result = await untilStopped(reply, signal, pastDeadline).catch((error: unknown) => {
       // The attempt may still reach the store after we gave up on it (a frozen
@@ -117,7 +122,7 @@ async function attempts(
       const undo = () => driver.release(waiterOf(request)).catch(() => {})
       let late: AcquireResult | undefined
       reply.then((answer) => { late = answer; return undo() }, undo)
-      if (result === STOPPED) throw stoppedError(driver, request, aborted(request.name, signal!.reason))
+      if (result === STOPPED) throw stoppedError(driver, request, aborted(request.name, signal!.reason), sent)
       // Out of time: a healthy store answers within moments, so let the attempt
       // land (bounded) and leave the line after it; the caller then sees no line
       // entry of its own. A frozen store is not waited on past the grace. Who
@@ -126,19 +131,19 @@ async function attempts(
       await landedWithin(reply, Math.min(waitMs, LATE_ATTEMPT_GRACE_MS))
       await undo()
       const answered = late as AcquireResult | undefined
-      throw stoppedError(driver, request, await timeout(answered?.status === 'busy' ? answered.holder : undefined, lastRead))
+      throw stoppedError(driver, request, await timeout(answered?.status === 'busy' ? answered.holder : undefined, lastRead), sent)
     }
     // Closed while the attempt was out: undo whatever it did in the store.
-    if (closing.aborted) return giveUp(driver, request, closing.reason as BatonError)
+    if (closing.aborted) return giveUp(driver, request, closing.reason as BatonError, sent)
     if (result.status === 'granted') {
       if (route.losses === lossesBefore) {
-        if (!deadOnArrival(sentAt, result.ttlMs)) return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false }
+        if (!deadOnArrival(sentAt, result.ttlMs)) return { token: result.token, ttlMs: result.ttlMs, startedAt: sentAt, handoff: false, attempts: sent }
         // The answer came later than the lease it grants (a stalled event
         // loop): the store may have given the name to someone else since.
         // Never hand out a hold that is over; ask again while time is left.
         if (monotonicNow() >= deadline) {
           if (nullIfBusy) { await driver.release(waiterOf(request)).catch(() => {}); return null }
-          return giveUp(driver, request, await timeout(undefined))
+          return giveUp(driver, request, await timeout(undefined), sent)
         }
         // Give the spent hold back (nobody used it) before asking again: the
         // idempotent re-attempt would only confirm it, with what is left of
@@ -182,9 +187,9 @@ async function attempts(
 
     // Sleep until something can have changed.
     const stop = stopReason(request, signal, closing)
-    if (stop) return giveUp(driver, request, stop)
+    if (stop) return giveUp(driver, request, stop, sent)
     const now = monotonicNow()
-    if (now >= deadline) return giveUp(driver, request, await timeout(result.holder))
+    if (now >= deadline) return giveUp(driver, request, await timeout(result.holder), sent)
     // The line entry is refreshed every queueTtl/3 or a little sooner: a jitter
     // keeps waiters that joined together from refreshing in lockstep.
     const refreshMs = (attempt.queueTtlMs / 3) * (1 - Math.random() / 5)
@@ -206,13 +211,13 @@ async function attempts(
 
     const granted = grantIn(route.take())
     const stopNow = stopReason(request, signal, closing)
-    if (stopNow) return giveUp(driver, request, stopNow)
+    if (stopNow) return giveUp(driver, request, stopNow, sent)
     // Counted from before the store granted, never from when the wake-up was
     // processed (an event-loop stall would push the deadline past the store's).
-    if (granted && !deadOnArrival(busySentAt, granted.ttlMs)) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: busySentAt, handoff: true }
+    if (granted && !deadOnArrival(busySentAt, granted.ttlMs)) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: busySentAt, handoff: true, attempts: sent }
     // (A hand-over learnt too late to use is confirmed or refused by the next attempt.)
     const left = deadline - monotonicNow()
-    if (left <= 0) return giveUp(driver, request, await timeout(result.holder))
+    if (left <= 0) return giveUp(driver, request, await timeout(result.holder), sent)
     attempt.retry = true
     attempt.queueTtlMs = Math.max(1, Math.min(request.ttlMs, left + 50))
   }
@@ -282,11 +287,11 @@ function grantIn(wakes: Wake[] | undefined): Extract<Wake, { type: 'granted' }> 
  * Leaves the line at once so the next waiter is not held up. If a hand-over
  * raced with giving up, the release passes the lock on to the next in line.
  */
-async function giveUp(driver: Driver, request: AttemptRequest, error: BatonError): Promise<never> {
+async function giveUp(driver: Driver, request: AttemptRequest, error: BatonError, attempts: number): Promise<never> {
   await driver.release(waiterOf(request)).catch(() => {
     // The line entry then expires by itself within its queue ttl.
   })
-  throw stoppedError(driver, request, error)
+  throw stoppedError(driver, request, error, attempts)
 }
 
 /** A grant whose lease, counted from `startedAt`, is already within its safety margin of the end. */
@@ -301,9 +306,11 @@ function stopReason(request: AttemptRequest, signal: AbortSignal | undefined, cl
 }
 
 /** Announces that this owner stops waiting, and returns `error` to throw. */
-function stoppedError(driver: Driver, request: AttemptRequest, error: BatonError): BatonError {
+function stoppedError(driver: Driver, request: AttemptRequest, error: BatonError, attempts: number): BatonError {
   if (channels.giveUp.hasSubscribers) {
-    channels.giveUp.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store, code: error.code, kind: request.kind, fair: request.fair })
+    channels.giveUp.publish({
+      name: request.name, owner: request.owner, mode: request.mode, store: driver.store, code: error.code, kind: request.kind, fair: request.fair, attempts,
+    } satisfies GiveUpEvent)
   }
   return error
 }

@@ -1,4 +1,5 @@
 import { monotonicNow } from './clock.js'
+import { channels, type RenewFailedEvent } from './events.js'
 import type { Hold } from './lease.js'
 import { safetyMarginMs } from './margin.js'
 
@@ -80,10 +81,17 @@ export class Watchdog {
           hold.applyExtend(results[i]!, sentAt, ttlMs)
         })
       },
-      () => {
+      (error: unknown) => {
         // Transport failure: try again soon; the loss timer decides when to give up.
-        const again = monotonicNow() + Math.max(1, Math.min(ttlMs / 10, safetyMarginMs(ttlMs)))
+        const now = monotonicNow()
+        const again = now + Math.max(1, Math.min(ttlMs / 10, safetyMarginMs(ttlMs)))
         for (const hold of group) this.retryAt.set(hold, again)
+        if (channels.renewFailed.hasSubscribers) {
+          const failure = error instanceof Error ? error : new Error(String(error))
+          for (const hold of group) {
+            if (hold.state === 'held') channels.renewFailed.publish({ ...hold.event(), error: failure, remainingMs: Math.max(0, hold.deadline - safetyMarginMs(hold.ttlMs) - now) } satisfies RenewFailedEvent)
+          }
+        }
       },
     )
     for (const hold of group) hold.renewing = batch

@@ -11,10 +11,12 @@
  *   acquire() was called; it covers the wait and carries the outcome, the
  *   store, kind, mode, fairness, wait time and fencing token; the lock name
  *   only with `lockNames: true` (names can be high-cardinality or sensitive).
- *   A hand-over is an event on it.
+ *   A hand-over is an event on it; `baton.lock.attempts` counts the attempts
+ *   sent to the store (1 for an uncontended grant).
  * - `baton.lock.hold`: a span from the grant to the release or loss, a child
  *   of the same caller span; the loss is an event on it (cause: expired,
- *   i.e. no renewal confirmed in time, or taken: forced or replaced).
+ *   i.e. no renewal confirmed in time, or taken: forced or replaced), and so
+ *   is each automatic renewal that failed and will be retried.
  * - metrics: baton.lock.acquire.duration, baton.lock.active_holds,
  *   baton.lock.hold.duration, baton.lock.losses, baton.lock.timeouts.
  * - the http:// store sends the active trace context (W3C traceparent) with
@@ -22,7 +24,7 @@
  */
 import type * as Otel from '@opentelemetry/api'
 import { BatonError } from '../core/errors.js'
-import { channels, type AcquireEvent, type HoldEvent, type LostEvent, type WaitEvent } from '../core/events.js'
+import { channels, type AcquireEvent, type GiveUpEvent, type HoldEvent, type LostEvent, type RenewFailedEvent, type WaitEvent } from '../core/events.js'
 import { monotonicNow } from '../core/clock.js'
 import { traceContext } from '../core/trace-context.js'
 
@@ -121,6 +123,7 @@ export async function instrument(options: InstrumentOptions = {}): Promise<() =>
         'baton.lock.wait.duration': waitedS,
         'baton.lock.token': event.token.toString(),
         'baton.lock.reentered': event.reentered,
+        ...(event.attempts !== undefined ? { 'baton.lock.attempts': event.attempts } : {}),
       },
     }, api.context.active())
     if (event.handoff) span.addEvent('baton.lock.handover', { 'baton.lock.token': event.token.toString() }, now)
@@ -166,7 +169,7 @@ export async function instrument(options: InstrumentOptions = {}): Promise<() =>
   }
 
   const onGiveUp = (message: unknown) => {
-    const event = message as WaitEvent & { code: string; kind?: string; fair?: boolean }
+    const event = message as GiveUpEvent
     const key = keyOf(event)
     const started = waiting.get(key)
     waiting.delete(key)
@@ -178,14 +181,24 @@ export async function instrument(options: InstrumentOptions = {}): Promise<() =>
     const now = Date.now()
     const span = tracer.startSpan('baton.lock.acquire', {
       startTime: started ? started.epochMs : now,
-      attributes: { ...spanAttributes(attributes, event.name), 'baton.lock.outcome': cause, 'baton.lock.wait.duration': waitedMs / 1000 },
+      attributes: {
+        ...spanAttributes(attributes, event.name), 'baton.lock.outcome': cause, 'baton.lock.wait.duration': waitedMs / 1000, 'baton.lock.attempts': event.attempts,
+      },
     }, api.context.active())
     span.setStatus({ code: api.SpanStatusCode.ERROR, message: event.code })
     span.end(now)
   }
 
+  const onRenewFailed = (message: unknown) => {
+    const event = message as RenewFailedEvent
+    held.get(keyOf(event))?.span.addEvent('baton.lock.renewal_failed', {
+      'exception.message': event.error.message, 'baton.lock.remaining': event.remainingMs / 1000,
+    })
+  }
+
   const subscriptions: [typeof channels[keyof typeof channels], (message: unknown) => void][] = [
     [channels.wait, onWait], [channels.acquire, onAcquire], [channels.release, onRelease], [channels.lost, onLost], [channels.giveUp, onGiveUp],
+    [channels.renewFailed, onRenewFailed],
   ]
   for (const [channel, listener] of subscriptions) channel.subscribe(listener)
   const inject = (headers: Record<string, string>) => api.propagation.inject(api.context.active(), headers)

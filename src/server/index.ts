@@ -25,6 +25,7 @@ import { slashNames } from './slash-names.js'
 import { CertificateReloader, readTls, type TlsFiles } from './tls.js'
 import type { Server as HttpsServer } from 'node:https'
 import { DEFAULT_POLL_MAX_MS } from './waits.js'
+import type { RequestTracing } from './tracing.js'
 
 /** The `wait` of an acquire body, 0 when absent or not valid (the route then says why). */
 function waitOf(body: unknown): number {
@@ -104,6 +105,8 @@ export interface LockServerOptions {
   tls?: TlsFiles
   /** Where certificate reloads on file change are told (default: stdout). */
   log?: (line: string) => void
+  /** A span per request (tracing.ts: set when OTEL_* asks for traces); shut down with the server. */
+  tracing?: RequestTracing
 }
 
 export interface LockServer {
@@ -260,6 +263,12 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
         done()
       }]
     }
+    if (options.tracing) {
+      // First in (so refused requests are traced too), last before the handler (so it runs inside the span).
+      const traced = options.tracing.forRoute(route.url)
+      route.onRequest = [traced.onRequest, ...hooks(route.onRequest)]
+      route.preHandler = [...hooks(route.preHandler), traced.preHandler]
+    }
   })
   app.setErrorHandler((error, _request, reply) => {
     const http = toHttpError(error)
@@ -312,6 +321,7 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
       options.dataDir?.close()
       hub.close()
       await baton.close()
+      await options.tracing?.shutdown()
     },
   }
 }

@@ -103,6 +103,9 @@ function checkScenario(store: string, root: ReadableSpan, tokens: bigint[]): voi
   }
   const granted = acquires.filter((s) => s.attributes['baton.lock.outcome'] === 'granted')
   assert.deepEqual(granted.map((s) => s.attributes['baton.lock.token']).sort(), tokens.map(String).sort())
+  // Attempts sent to the store: one for the free lock; at least one for the hand-over and the timeout.
+  assert.equal(granted.find((s) => s.attributes['baton.lock.token'] === String(tokens[0]))!.attributes['baton.lock.attempts'], 1)
+  for (const span of acquires) assert.ok((span.attributes['baton.lock.attempts'] as number) >= 1, `${String(span.attributes['baton.lock.outcome'])}: attempts`)
   const handedOver = granted.find((s) => s.attributes['baton.lock.token'] === String(tokens[1]))!
   assert.deepEqual(handedOver.events.map((e) => e.name), ['baton.lock.handover'])
   const timedOut = acquires.find((s) => s.attributes['baton.lock.outcome'] === 'lock_timeout')!

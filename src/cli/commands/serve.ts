@@ -6,6 +6,7 @@ import { createPrivateMemoryDriver, invalidArgument, newClientId, parseStoreUrl,
 import { TokenAuth } from '../../server/auth.js'
 import { DataDir } from '../../server/data-dir.js'
 import { createLockServer } from '../../server/index.js'
+import { tracingFromEnv } from '../../server/tracing.js'
 import { DEFAULT_LEASE_CAPS, DEFAULT_TENANT_QUOTAS, DEFAULT_WAIT_CAPS, restartWaitOf } from '../../server/limits.js'
 import { isLoopback } from '../../server/origin.js'
 import type { TlsFiles } from '../../server/tls.js'
@@ -94,10 +95,12 @@ export async function serve(args: string[], out: (line: string) => void): Promis
   const pollMaxMs = values['poll-max'] === undefined ? undefined : durationFlag(values['poll-max'], '--poll-max')
   // The flag wins over the variable, as every serve setting; the variable keeps the secret out of `ps`.
   const leaseSecret = values['lease-secret'] ?? (process.env.BATON_LEASE_SECRET || undefined)
+  // OTEL_* set: request spans exported over OTLP; not set: nothing loaded.
+  const tracing = await tracingFromEnv(process.env)
   const server = await createLockServer({
     baton, waitCaps, caps, restartWaitMs, quotas, origins, maxConnections, privateStore: embedded,
     ...(pollMaxMs ? { pollMaxMs } : {}), ...(auth ? { auth } : {}), ...(dataDir ? { dataDir } : {}), ...(tls ? { tls, log: out } : {}),
-    ...(leaseSecret !== undefined ? { leaseSecret } : {}),
+    ...(leaseSecret !== undefined ? { leaseSecret } : {}), ...(tracing ? { tracing } : {}),
   })
   await server.listen(config.host, config.port)
   const address = listenUrl(server.app.server.address(), config.host, tls ? 'https' : 'http')
@@ -116,6 +119,7 @@ export async function serve(args: string[], out: (line: string) => void): Promis
     !embedded && config.dataDir ? '--data-dir is not used: the store keeps its own state' : '',
     !embedded && server.leaseSecretSource === 'process'
       ? 'lease ids are signed with a secret of this process only (the store keeps no secret): servers sharing this store need the same --lease-secret to accept each other\'s' : '',
+    tracing ? tracing.describe : '',
     !isLoopback(config.host) && origins.allowedHosts.length === 0 ? 'any Host header is answered (list this server\'s names with --allowed-hosts against DNS rebinding)' : '',
   ].filter(Boolean)
   out(`baton serve: listening on ${address.bound}${address.usable !== address.bound ? ` (every interface; from elsewhere: ${address.usable})` : ''} with ${store}; ${notes.join('; ')}`)
