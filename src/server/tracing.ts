@@ -12,7 +12,7 @@
  */
 import type * as Otel from '@opentelemetry/api'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { BatonError } from '../core/errors.js'
+import { BatonError } from '../index.js'
 import { instrument } from '../otel/index.js'
 
 type Env = Record<string, string | undefined>
