@@ -476,7 +476,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
       waiters: waitersIn(read.line).map(waiterSummaryOf),
       lastToken: holders.reduce((max, h) => (h.token > max ? h.token : max), 0n),
       note: `etcd lease of the holders: ${granted.map((s) => `${s} s`).join(', ') || 'unknown'} ` +
-        '(asked: 1.5 × ttl; etcd raises leases to its floor, 1.5 × its election timeout, 2 s by default): a live client ends each hold at its ttl; ' +
+        '(asked: the ttl in whole seconds; etcd raises leases to its floor, 1.5 × its election timeout, 2 s by default): a live client ends each hold at its ttl; ' +
         'a crashed or cut-off client\'s holds end when that lease runs out',
     }
   }
@@ -871,13 +871,15 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
 }
 
 /**
- * The lease asked for a hold of `ttlMs`: 1.5 × ttl, so that keep-alives every
- * third of it always leave the whole ttl covered. etcd may grant more (its
- * floor); the grant is read back, shown by inspect(), and used for the ttl
- * reported to the core.
+ * The lease asked for a hold of `ttlMs`: the ttl rounded up to whole seconds,
+ * so that a crashed client's holds end within their ttl (docs/election.md).
+ * Keep-alives go every third of it; the client counts a hold only as far as
+ * the last acknowledged keep-alive covers it (ttlLeft). etcd may grant more
+ * (its floor); the grant is read back, shown by inspect(), and used for the
+ * ttl reported to the core.
  */
 export function leaseSecondsFor(ttlMs: number): number {
-  return Math.max(ETCD_MIN_LEASE_SECONDS, Math.ceil((ttlMs * 1.5) / 1000))
+  return Math.max(ETCD_MIN_LEASE_SECONDS, Math.ceil(ttlMs / 1000))
 }
 
 /**
