@@ -445,9 +445,17 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
    * The hold's own ttl. Its session may end sooner if this client is cut off:
    * then the session's doubt timer (ZkSession) ends the hold first, by our clock.
    */
-  /** The hold's own ttl, but never past what the session surely covers (its last answered request + its timeout). */
+  /**
+   * The hold's own ttl, but never past what the session surely covers (its
+   * last answered request + its timeout): the session is as long as the ttl,
+   * so a grant by a watch, with the last heartbeat a while ago, is counted
+   * short. A hold extended beyond its session's length (a node can not move
+   * to a longer session) keeps its own ttl, as before.
+   */
   ttlLeft(slot: ZkSlot): number {
-    return Math.max(0, Math.floor(Math.min(slot.endsAt - monotonicNow(), slot.session.remainingMs())))
+    const own = slot.endsAt - monotonicNow()
+    const covered = slot.ttlMs <= slot.session.timeoutMs ? Math.min(own, slot.session.remainingMs()) : own
+    return Math.max(0, Math.floor(covered))
   }
 
   forgotten(slot: ZkSlot): void {
