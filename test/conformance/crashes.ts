@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { nextEvent, type SuiteContext } from './context.js'
+import { nextEvent, withTimeout, type SuiteContext } from './context.js'
 import type { WaitEvent } from '../../src/core/events.js'
 import { ms } from '../harness/timing.js'
 
@@ -19,6 +19,25 @@ export function crashes(ctx: SuiteContext): void {
       const lease = await lock.acquire({ wait: ttl + ms(2000) })
       assert.ok(lease.token > heldToken)
       await lease.release()
+    })
+
+    it('a leader killed with kill -9 is replaced by the next candidate within its ttl', async (t) => {
+      if (!ctx.harness.crossProcess) return t.skip('this store lives in one process')
+      const name = ctx.name('crash-leader')
+      // Long enough that a store keeping a dead leader's lease 1.5 × its ttl
+      // (as etcd and ZooKeeper did) overshoots the margin below.
+      const ttl = ms(6000)
+      const leader = ctx.worker({ task: 'campaign', name, ttl, value: 'doomed' })
+      const leaderToken = BigInt((await leader.line('leader')).split(' ')[1]!)
+      const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
+      const next = (await ctx.client()).election(name, { ttl }).campaign({ value: 'next', wait: 4 * ttl })
+      await queued
+      leader.kill9()
+      await leader.exited
+      // The bound is the ttl (a store rounds it up to whole seconds) plus a margin for a busy machine.
+      const term = await withTimeout(next, ttl + ms(2000), 'the next candidate leading')
+      assert.ok(term.token > leaderToken)
+      await term.resign()
     })
 
     it('a waiter killed in the line does not stall the next one beyond its ttl', async (t) => {

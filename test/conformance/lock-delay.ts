@@ -24,6 +24,21 @@ export function lockDelay(ctx: SuiteContext): void {
       await later.release()
     })
 
+    it('forceRelease of a name only a lock-delay phantom blocks frees it and answers true', async (t) => {
+      const client = await ctx.client()
+      if (!client.driver.capabilities.lockDelay) return t.skip('this store has no lock delay')
+      const name = ctx.name('lock-delay-force')
+      const lock = client.mutex(name, { ttl: ms(200), lockDelay: ms(10_000) })
+      const expired = await lock.acquire()
+      await aborted(expired.signal)
+      await new Promise((r) => setTimeout(r, ms(300)))
+      assert.equal(await lock.tryAcquire(), null, 'blocked during the lock delay')
+      assert.equal(await client.forceRelease(name), true, 'it freed something that blocked the name')
+      const next = await lock.acquire({ wait: ms(5000) })
+      assert.ok(next.token > expired.token)
+      await next.release()
+    })
+
     it('an expired permit keeps only its own slot for lockDelay; the other permits stay usable', async (t) => {
       const refused = await ctx.refuses('semaphore')
       if (refused) return t.skip(refused)

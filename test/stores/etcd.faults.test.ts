@@ -258,6 +258,44 @@ describe('etcd faults', () => {
     assert.ok(isBatonError(reason, 'LEASE_LOST'), String(reason))
   })
 
+  it('a process whose client\'s keepalive stream stalled and was cut, then closed, exits', async () => {
+    const member = cluster.members[0]!
+    const proxy = await startProxy(member.port)
+    try {
+      // etcd3's own keepalive loop, stalled past its lease (its stream times
+      // out and a second is opened) and then cut (both streams fail at once),
+      // ran two loops, and a release stopped only one: its interval kept the
+      // process alive for good.
+      const script = `
+        import { connect } from ${JSON.stringify(new URL('../../src/index.js', import.meta.url).href)}
+        import { createInterface } from 'node:readline'
+        const baton = await connect(${JSON.stringify(`etcd://127.0.0.1:${proxy.port}`)})
+        await baton.mutex('faults/keepalive-cut', { ttl: 1000 }).acquire()
+        console.log('held')
+        createInterface({ input: process.stdin }).on('line', async () => {
+          await baton.close()
+          console.log('closed')
+        })`
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] })
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+      const lines = createInterface({ input: child.stdout! })
+      const said = (line: string) => new Promise<void>((resolve) => lines.on('line', (l) => l === line && resolve()))
+      try {
+        await withTimeout(said('held'), ms(15_000), 'the child holds')
+        await proxy.partition(2500)
+        // The keepalives come back over new connections before the client closes.
+        await new Promise((resolve) => setTimeout(resolve, ms(1500)))
+        child.stdin!.end('close\n')
+        await withTimeout(said('closed'), ms(15_000), 'the child closed its client')
+        assert.equal(await withTimeout(exited, ms(15_000), 'the child exited after closing its client'), 0)
+      } finally {
+        child.kill('SIGKILL')
+      }
+    } finally {
+      await proxy.close()
+    }
+  })
+
   it('a process whose client was closed while its watch stream was held and then cut exits', async () => {
     const member = cluster.members[0]!
     const proxy = await startProxy(member.port)

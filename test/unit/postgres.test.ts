@@ -33,7 +33,7 @@ describe('postgres SQL files', () => {
       assert.doesNotMatch(text, /\{\{schema\}\}/)
     }
     assert.match(sql.statements.acquire.text, /"my_locks"\.acquire\(/)
-    assert.deepEqual(sql.migrations.map((m) => m.version), [1, 2, 3, 4, 5])
+    assert.deepEqual(sql.migrations.map((m) => m.version), [1, 2, 3, 4, 5, 6])
   })
 })
 

@@ -27,50 +27,87 @@ const NAME_WATCH_LINGER_MS = 10_000
 const CHANGES_KEPT = 512
 
 /**
- * One etcd lease of this client, kept alive by etcd3's keepalive stream. Every
+ * One etcd lease of this client, kept alive by this class's own timer (one
+ * keep-alive at a time, every third of the lease), not etcd3's loop: after a
+ * stalled stream and a cut, etcd3 can run two loops of one lease and stop only
+ * one on release, an interval that keeps the process alive for good. Every
  * entry with the same lease length shares it. `confirmedAt` is when the last
  * acknowledged keep-alive was *sent*: the store keeps the lease at least until
- * confirmedAt + ttl, by its own clock.
+ * confirmedAt + granted, by its own clock.
  */
 class ClientLease {
   id = '0'
   hex = '0'
   confirmedAt = 0
-  private readonly fired: number[] = []
   readonly slots = new Set<EtcdSlot>()
   readonly ready: Promise<void>
+  private timer: NodeJS.Timeout | undefined
+  private stopped = false
 
   /** What etcd granted: at least `seconds`, raised to its floor (1.5 × election timeout, 2 s by default). */
   granted: number
 
   constructor(
+    /** Made with `autoKeepAlive: false`. */
     readonly lease: Lease,
     /** What this client asked for (the key of its lease map). */
     readonly seconds: number,
     onLost: (lease: ClientLease, error: unknown) => void,
     grantedSeconds: (id: string) => Promise<number>,
+    private readonly answerWithinMs: number,
   ) {
     this.granted = seconds
     const sentAt = monotonicNow()
-    lease.on('keepaliveFired', () => this.fired.push(monotonicNow()))
-    lease.on('keepaliveSucceeded', () => {
-      const sent = this.fired.shift()
-      if (sent !== undefined) this.confirmedAt = Math.max(this.confirmedAt, sent)
+    // A grant that failed, or a keep-alive etcd answered with "expired".
+    lease.on('lost', (error: unknown) => {
+      this.stop()
+      onLost(this, error)
     })
-    // A new keepalive stream: answers to earlier pings will not come.
-    lease.on('keepaliveEstablished', () => this.fired.splice(0))
-    lease.on('lost', (error: unknown) => onLost(this, error))
     this.ready = lease.grant().then(async (id) => {
       this.id = id
       this.hex = BigInt(id).toString(16)
       this.confirmedAt = sentAt
       this.granted = Math.max(seconds, await grantedSeconds(id))
+      this.keepAliveIn(this.granted * 1000 / 3)
     })
   }
 
   /** How long the store surely keeps this lease, by our monotonic clock. */
   remainingMs(): number {
     return this.confirmedAt + this.granted * 1000 - monotonicNow()
+  }
+
+  /** No more keep-alives: etcd ends the lease at its ttl (the keys on it with it). */
+  stop(): void {
+    this.stopped = true
+    clearTimeout(this.timer)
+    this.lease.release()
+  }
+
+  private keepAliveIn(delayMs: number): void {
+    if (this.stopped) return
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => void this.keepAlive(), delayMs)
+  }
+
+  /** One keep-alive; unanswered (etcd3 sets no deadline on it) or failed, it is tried again soon. */
+  private async keepAlive(): Promise<void> {
+    const sentAt = monotonicNow()
+    const everyMs = this.granted * 1000 / 3
+    let deadline: NodeJS.Timeout | undefined
+    try {
+      await Promise.race([
+        this.lease.keepaliveOnce(),
+        new Promise((_, reject) => (deadline = setTimeout(() => reject(new Error('no answer')), this.answerWithinMs))),
+      ])
+      this.confirmedAt = Math.max(this.confirmedAt, sentAt)
+      this.keepAliveIn(everyMs)
+    } catch {
+      // "Expired" has stopped this lease (see 'lost'); anything else is tried again.
+      this.keepAliveIn(Math.min(everyMs, 250))
+    } finally {
+      clearTimeout(deadline)
+    }
   }
 }
 
@@ -439,7 +476,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
       waiters: waitersIn(read.line).map(waiterSummaryOf),
       lastToken: holders.reduce((max, h) => (h.token > max ? h.token : max), 0n),
       note: `etcd lease of the holders: ${granted.map((s) => `${s} s`).join(', ') || 'unknown'} ` +
-        '(asked: 1.5 × ttl; etcd raises leases to its floor, 1.5 × its election timeout, 2 s by default): a live client ends each hold at its ttl; ' +
+        '(asked: the ttl in whole seconds; etcd raises leases to its floor, 1.5 × its election timeout, 2 s by default): a live client ends each hold at its ttl; ' +
         'a crashed or cut-off client\'s holds end when that lease runs out',
     }
   }
@@ -478,7 +515,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     this.closed = true
     await this.deleteKeys(this.slots.clear().map((s) => s.id)).catch(() => {})
     // Holds stay until their lease runs out, like any client that goes away.
-    for (const lease of this.leases.values()) lease.lease.release()
+    for (const lease of this.leases.values()) lease.stop()
     this.leases.clear()
     for (const watch of this.names.values()) void watch.ready.then((w) => w.cancel(), () => {})
     this.names.clear()
@@ -777,16 +814,18 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     const seconds = leaseSecondsFor(ttlMs) + (lockDelayMs > 0 ? lockDelaySeconds(lockDelayMs) : 0)
     let lease = this.leases.get(seconds)
     if (!lease) {
-      lease = new ClientLease(this.client.lease(seconds), seconds, (l) => this.leaseLost(l), async (id) => {
+      lease = new ClientLease(this.client.lease(seconds, { autoKeepAlive: false }), seconds, (l) => this.leaseLost(l), async (id) => {
         const live = await this.client.leaseClient.leaseTimeToLive({ ID: id })
         return Number(live.grantedTTL)
-      })
+      }, this.target.commandTimeoutMs)
       this.leases.set(seconds, lease)
     }
     try {
       await lease.ready
     } catch (cause) {
       if (this.leases.get(seconds) === lease) this.leases.delete(seconds)
+      // Granted, but its length could not be read: nobody keeps it alive, etcd ends it.
+      lease.stop()
       throw await etcdDiagnosis(this.target, cause)
     }
     return lease
@@ -832,13 +871,15 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
 }
 
 /**
- * The lease asked for a hold of `ttlMs`: 1.5 × ttl, so that keep-alives every
- * third of it always leave the whole ttl covered. etcd may grant more (its
- * floor); the grant is read back, shown by inspect(), and used for the ttl
- * reported to the core.
+ * The lease asked for a hold of `ttlMs`: the ttl rounded up to whole seconds,
+ * so that a crashed client's holds end within their ttl (docs/election.md).
+ * Keep-alives go every third of it; the client counts a hold only as far as
+ * the last acknowledged keep-alive covers it (ttlLeft). etcd may grant more
+ * (its floor); the grant is read back, shown by inspect(), and used for the
+ * ttl reported to the core.
  */
 export function leaseSecondsFor(ttlMs: number): number {
-  return Math.max(ETCD_MIN_LEASE_SECONDS, Math.ceil((ttlMs * 1.5) / 1000))
+  return Math.max(ETCD_MIN_LEASE_SECONDS, Math.ceil(ttlMs / 1000))
 }
 
 /**

@@ -186,7 +186,8 @@ export class MemoryDriver implements Driver {
   async forceRelease(name: string): Promise<boolean> {
     const state = this.locks.get(name)
     if (!state) return false
-    const held = state.holders.size > 0
+    // A lock-delay phantom blocked the name as a hold does: freeing it counts.
+    const held = state.holders.size > 0 || state.phantoms.length > 0
     for (const holder of state.holders.values()) {
       this.shared.deadlines.delete(holder)
       this.shared.notify(holder.owner, { type: 'lost', reason: 'released by force (forceRelease)', cause: 'forced' })

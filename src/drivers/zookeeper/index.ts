@@ -205,7 +205,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
 
   /** proclaim() for another client's hold: its node must lead the line with the token; its data is set only as read. */
   private async proclaimOthers(hold: HoldRef, value: string): Promise<boolean> {
-    const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+    const session = await this.sessionFor(ADMIN_SESSION_MS)
     const parent = parentOf(hold.name)
     const read = await this.guard(session.childrenWithStat(parent)
       .catch((e: unknown) => (errorCode(e) === Exception.NO_NODE ? undefined : Promise.reject(e))))
@@ -268,7 +268,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     if (this.closed || this.observed.get(name) !== entry) return
     const parent = parentOf(name)
     const arm = async (): Promise<void> => {
-      const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+      const session = await this.sessionFor(ADMIN_SESSION_MS)
       if (this.closed || this.observed.get(name) !== entry) return
       if (entry.session && entry.session !== session) for (const path of entry.paths) entry.session.forgetWatch(path, entry.onEvent)
       entry.session = session
@@ -298,7 +298,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   }
 
   async inspect(name: string): Promise<LockInfo | null> {
-    const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+    const session = await this.sessionFor(ADMIN_SESSION_MS)
     const parent = parentOf(name)
     const { children, stat: parentStat } = await this.guard(session.childrenWithStat(parent)
       .catch((e: unknown) => (errorCode(e) === Exception.NO_NODE ? { children: [] as string[], stat: undefined } : Promise.reject(e))))
@@ -334,14 +334,14 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
 
   /** The names are the root's children (one read, no range in ZooKeeper): sorted here, then only the page's inspected. */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
-    const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+    const session = await this.sessionFor(ADMIN_SESSION_MS)
     const parents = await this.guard(session.children(ROOT))
     const names = parents.map(nameOf).filter((n): n is string => n !== undefined)
     yield* inspectInOrder(namesOfPage(names, prefix, page), limitOf(page), (name) => this.inspect(name))
   }
 
   async forceRelease(name: string): Promise<boolean> {
-    const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+    const session = await this.sessionFor(ADMIN_SESSION_MS)
     const parent = parentOf(name)
     const children = await this.guard(session.children(parent).catch((e: unknown) => (errorCode(e) === Exception.NO_NODE ? [] : Promise.reject(e))))
     const line = this.parseLine(parent, children)
@@ -445,8 +445,17 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
    * The hold's own ttl. Its session may end sooner if this client is cut off:
    * then the session's doubt timer (ZkSession) ends the hold first, by our clock.
    */
+  /**
+   * The hold's own ttl, but never past what the session surely covers (its
+   * last answered request + its timeout): the session is as long as the ttl,
+   * so a grant by a watch, with the last heartbeat a while ago, is counted
+   * short. A hold extended beyond its session's length (a node can not move
+   * to a longer session) keeps its own ttl, as before.
+   */
   ttlLeft(slot: ZkSlot): number {
-    return Math.max(0, Math.floor(slot.endsAt - monotonicNow()))
+    const own = slot.endsAt - monotonicNow()
+    const covered = slot.ttlMs <= slot.session.timeoutMs ? Math.min(own, slot.session.remainingMs()) : own
+    return Math.max(0, Math.floor(covered))
   }
 
   forgotten(slot: ZkSlot): void {
@@ -557,7 +566,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   /** Removes a node of `owner` this client does not know of (made by an attempt whose reply was lost). */
   private async removeOwn(parent: string, owner: string): Promise<void> {
     // Any live session may remove it; one whose session ended took it along.
-    const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+    const session = await this.sessionFor(ADMIN_SESSION_MS)
     const path = await this.findOwn(session, parent, owner)
     if (path) await this.removeNode(session, path)
   }
@@ -597,16 +606,18 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   }
 
   /**
-   * The session behind holds of `ttlMs`: 1.5 × ttl, so a heartbeat every
-   * quarter of it leaves the whole ttl covered, plus the lock delay, so a
-   * crashed client's nodes outlive the end of its holds by it. One per distinct length; the
+   * The session behind holds of `ttlMs`: the ttl (rounded up to whole
+   * seconds), so a crashed client's holds end within their ttl, plus the lock
+   * delay, so its nodes outlive the end of its holds by it. A heartbeat every
+   * quarter of it keeps it confirmed; a hold counts only as far as the last
+   * answered request covers it (ttlLeft). One per distinct length; the
    * ensemble clamps it (see inspect's note).
    */
   private sessionFor(ttlMs: number, lockDelayMs = 0): Promise<ZkSession> {
     // A call still on its way when close() ran must not open a session nobody closes:
     // its client would reconnect for ever once the ensemble is gone, keeping the process alive.
     if (this.closed) return Promise.reject(clientClosed('this ZooKeeper client'))
-    const requested = Math.max(1000, Math.ceil((ttlMs * 1.5 + Math.max(0, lockDelayMs)) / 1000) * 1000)
+    const requested = Math.max(1000, Math.ceil((ttlMs + Math.max(0, lockDelayMs)) / 1000) * 1000)
     let pending = this.sessions.get(requested)
     if (!pending) {
       const session = new ZkSession(this.target, requested, (s) => this.sessionExpired(requested, s), (s) => this.sessionInDoubt(s), (s) => this.sessionReconnected(s))
@@ -713,7 +724,7 @@ function tokenOf(parentStat: Stat, child: string): bigint {
 export const createZkDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
   const target = zkTarget(url, options)
   const driver = new ZkDriver(target, options.clientId)
-  const session = await (driver as unknown as { sessionFor(ttlMs: number): Promise<ZkSession> }).sessionFor(ADMIN_SESSION_MS / 1.5)
+  const session = await (driver as unknown as { sessionFor(ttlMs: number): Promise<ZkSession> }).sessionFor(ADMIN_SESSION_MS)
   // The root exists (or can be made) and the URL's identity may use it.
   try {
     await session.create(ROOT, undefined, CreateMode.PERSISTENT).catch(async (error: unknown) => {
