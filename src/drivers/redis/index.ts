@@ -12,6 +12,7 @@ import type { Cluster } from 'ioredis'
 import { openClient, redisTarget, type RedisClient, type RedisTarget } from './connection.js'
 import { baseKey, nameOfKey, scanPattern, shardedWakeChannelPrefix, slotOfName, wakeChannelPrefix } from './keys.js'
 import { loadScripts, Scripts, type ScriptName } from './scripts.js'
+import { replicaAcksFor, replicaPolicyOf, type AckedStore, type ReplicaAcks } from './replicas.js'
 
 const CAPABILITIES: Capabilities = {
   fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: false,
@@ -71,6 +72,9 @@ export class RedisDriver implements Driver {
    * showed with batching off. Left off: it gives a Redlock flow nothing.
    */
   batchScripts = true
+
+  // [replicas hook] `?replicas=N`: grants and renewals wait for the replicas (replicas.ts); set at connect.
+  replicaAcks: ReplicaAcks | undefined
 
   constructor(
     private readonly client: RedisClient,
@@ -179,15 +183,22 @@ export class RedisDriver implements Driver {
     if (note !== undefined) argv.push(note)
     const reply = (await this.runArgv('acquire', request.name, argv)) as string | [number, number | string, string | null, number | null]
     // The fast path answers the token alone, for the ttl asked (acquire.lua).
-    if (typeof reply === 'string') return { status: 'granted', token: BigInt(reply), ttlMs: request.ttlMs }
+    if (typeof reply === 'string') return this.granted(request, { status: 'granted', token: BigInt(reply), ttlMs: request.ttlMs })
     const [status] = reply
-    if (status === 1) return { status: 'granted', token: BigInt(reply[1]), ttlMs: Number(reply[2]) }
+    if (status === 1) return this.granted(request, { status: 'granted', token: BigInt(reply[1]), ttlMs: Number(reply[2]) })
     if (status === -1) return { status: 'conflict', detail: String(reply[1]) }
     const holder = reply[2] ? parseHolder(reply[2], Number(reply[3])) : undefined
     return { status: 'busy', retryAfterMs: Number(reply[1]), ...(holder ? { holder } : {}) }
   }
 
+  // [replicas hook] A grant counts once the replicas acknowledged it (replicas.ts).
+  private granted(request: AcquireRequest, result: Extract<AcquireResult, { status: 'granted' }>): AcquireResult | Promise<AcquireResult> {
+    return this.replicaAcks ? this.replicaAcks.confirmGrant(request, result) : result
+  }
+
   async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
+    // [replicas hook] Renewals count once the replicas acknowledged them (replicas.ts).
+    if (this.replicaAcks) return this.replicaAcks.extend(holds, ttlMs)
     // Issued together: ioredis' auto-pipelining sends them in one write per node.
     const replies = await Promise.all(
       holds.map((hold) => this.runArgv('extend', hold.name, [baseKey(this.target.keyPrefix, hold.name), memberOf(hold), ttlMs, hold.lockDelayMs])),
@@ -287,7 +298,8 @@ export class RedisDriver implements Driver {
   }
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    return this.routes.watch(owner, onWake)
+    // [replicas hook] A hand-over is confirmed by the new holder's next attempt (replicas.ts).
+    return this.routes.watch(owner, this.replicaAcks ? this.replicaAcks.deferGrants(onWake) : onWake)
   }
 
   async inspect(name: string): Promise<LockInfo | null> {
@@ -393,6 +405,17 @@ export class RedisDriver implements Driver {
     return this.fenceTtlMs
   }
 
+  // [replicas hook] What replicas.ts needs of this driver: connection, scripts, extend's arguments, give-back.
+  ackedStore(): AckedStore {
+    return {
+      client: this.client,
+      scripts: this.scripts,
+      display: this.target.display,
+      extendArgv: (hold, ttlMs) => [baseKey(this.target.keyPrefix, hold.name), memberOf(hold), ttlMs, hold.lockDelayMs],
+      giveBack: (hold) => this.release(hold),
+    }
+  }
+
   /** For drivers built from several Redis nodes (redlock): this node's command connection. */
   get connection(): RedisClient {
     return this.client
@@ -488,6 +511,8 @@ function parseHolder(member: string, score: number, scoreIncludesDelay = false):
 
 export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
   const target = redisTarget(url, options)
+  // [replicas hook] `?replicas=N&replicaTimeout=`: checked before connecting (replicas.ts).
+  const replicaPolicy = replicaPolicyOf(url, options.commandTimeoutMs)
   loadScripts()
   const client = await openClient(target, options.connectTimeoutMs)
   let subscriber: RedisClient
@@ -495,6 +520,11 @@ export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: D
     const sharded = target.cluster && (await majorVersion(client)) >= 7
     subscriber = await openClient(target, options.connectTimeoutMs, sharded ? 'sharded-subscriber' : 'subscriber')
     const driver = new RedisDriver(client, subscriber, target, options.clientId, Math.ceil(options.fenceTtlMs), sharded)
+    // [replicas hook] `?replicas=N`: WAIT / WAITAOF after grants and renewals, detected here (replicas.ts).
+    driver.replicaAcks = await replicaAcksFor(driver.ackedStore(), replicaPolicy).catch((error: unknown) => {
+      subscriber.disconnect()
+      throw error
+    })
     // A give-back the connection could not carry goes once it is back (RedisDriver.release).
     client.on('ready', () => driver.resendGiveBacks())
     if (sharded) {

@@ -7,6 +7,7 @@ import { monotonicNow } from '../../core/clock.js'
 import { BatonError } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 import { createRedisDriver, memberOf, type RedisDriver } from '../redis/index.js'
+import { refuseReplicaOptions } from '../redis/replicas.js'
 import { wakeChannelPrefix } from '../redis/keys.js'
 import { answeredAll, driftMs, describeFailure, gather, majorityOf, validityMs, type Answer, type NodeCall } from './quorum.js'
 import { Line, type LinePlace, type LineSpot } from './line.js'
@@ -791,6 +792,8 @@ function mostCommonHolder(holders: readonly (HolderSummary | undefined)[]): Hold
 }
 
 export const createRedlockDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
+  // [replicas hook] Replica acknowledgement is refused here, with the reason.
+  refuseReplicaOptions(url)
   const settings = parseRedlockUrl(url)
   const nodes = settings.nodes.map((nodeUrl, index) => new RedlockNode(index, nodeUrl, options, settings.maxTtlMs))
   const failures = await Promise.all(nodes.map((node) => node.start(createRedisDriver)))

@@ -1,0 +1,158 @@
+/**
+ * Replica acknowledgement (`?replicas=N`) on a real replicated Redis: 1
+ * master, 2 replicas (each replication link through a proxy that can hold
+ * the master's writes back), 3 Sentinels. Each failover round starts a fresh
+ * topology, holds replication back, grants, SIGKILLs the master and lets
+ * Sentinel promote a replica that never received what was held back.
+ * BATON_FAILOVERS sets the rounds per mode (default 3; docs/stores/redis.md
+ * has the figures of a 20-round run). No verdict counts on timing: each
+ * round's loss is made by the held-back link, not by a race.
+ */
+import assert from 'node:assert/strict'
+import { after, describe, it } from 'node:test'
+import { connect, isBatonError, type Baton } from '../../src/index.js'
+import { aborted } from '../conformance/context.js'
+import { startReplicatedRedis, type ReplicatedRedis } from '../harness/replicated.js'
+import { stopAll } from '../harness/servers.js'
+import { ms } from '../harness/timing.js'
+
+after(() => stopAll())
+
+const FAILOVERS = Number(process.env['BATON_FAILOVERS'] ?? 3)
+const ACKED = `?replicas=2&replicaTimeout=${ms(1000)}`
+const CONNECT = { commandTimeout: ms(3000) }
+
+interface Round {
+  /** B was granted "orders" while A still believed it held it. */
+  overlap: boolean
+  /** The renewed hold was gone from the promoted master, and its signal fired. */
+  lossSignalled: boolean
+  /** The renewed hold was gone from the promoted master. */
+  lost: boolean
+}
+
+/** One failover: A holds two names (one renewed), the master dies with replication held back, B asks for the first. */
+async function failoverRound(acked: boolean): Promise<Round> {
+  const redis = await startReplicatedRedis()
+  const clients: Baton[] = []
+  try {
+    const url = redis.url + (acked ? ACKED : '')
+    const [a, b] = [await connect(url, CONNECT), await connect(url, CONNECT)]
+    clients.push(a, b)
+    redis.holdReplication(true)
+    const grant = async (name: string, ttl: number, autoExtend: boolean) => {
+      if (!acked) return a.mutex(name, { ttl }).acquire({ autoExtend })
+      // The grant waits for both replicas: let them have it, then hold again.
+      const letGo = setTimeout(() => redis.holdReplication(false), ms(100))
+      try {
+        return await a.mutex(name, { ttl }).acquire({ autoExtend })
+      } finally {
+        clearTimeout(letGo)
+        redis.holdReplication(true)
+      }
+    }
+    // Not renewed, a lease longer than the round: A believes in it throughout.
+    const orders = await grant('orders', ms(30_000), false)
+    const renewed = await grant('renewed', ms(2000), true)
+    await redis.failOver()
+    let overlap = false
+    const until = Date.now() + ms(4000)
+    while (Date.now() < until) {
+      const lease = await b.mutex('orders').acquire({ wait: ms(500) }).catch((error: unknown) => {
+        if (isBatonError(error) && error.retryable) return undefined
+        throw error
+      })
+      if (lease) {
+        overlap = !orders.signal.aborted
+        break
+      }
+    }
+    const holder = (await b.inspect('renewed').catch(() => null))?.holders.find((h) => h.token === renewed.token)
+    const lost = holder === undefined
+    const lossSignalled = lost && isBatonError(await aborted(renewed.signal, ms(10_000)), 'LEASE_LOST')
+    return { overlap, lost, lossSignalled }
+  } finally {
+    await Promise.allSettled(clients.map((c) => c.close()))
+    await redis.stop()
+  }
+}
+
+describe('redis replica acknowledgement', () => {
+  let redis: ReplicatedRedis
+
+  it('refuses a misspelt option and Redlock, naming why', async () => {
+    const misspelt = await connect('redis://127.0.0.1:1/?replica=2').catch((e: unknown) => e)
+    assert.ok(isBatonError(misspelt, 'INVALID_ARGUMENT'), String(misspelt))
+    assert.match(misspelt.message, /did you mean "replicas"/)
+    const redlock = await connect('redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?replicas=1').catch((e: unknown) => e)
+    assert.ok(isBatonError(redlock, 'INVALID_ARGUMENT'), String(redlock))
+    assert.match(redlock.message, /independent masters/)
+    const slow = await connect('redis://127.0.0.1:1/?replicas=1&replicaTimeout=5s', { commandTimeout: '2s' }).catch((e: unknown) => e)
+    assert.ok(isBatonError(slow, 'INVALID_ARGUMENT'), String(slow))
+    assert.match(slow.message, /replicaTimeout.*commandTimeout/)
+  })
+
+  it('a grant the replicas do not acknowledge is given back: REPLICA_ACK_TIMEOUT, retryable', async () => {
+    redis = await startReplicatedRedis()
+    const baton = await connect(redis.master.url + `?replicas=2&replicaTimeout=${ms(300)}`, CONNECT)
+    const plain = await connect(redis.master.url, CONNECT)
+    redis.holdReplication(true)
+    const error = await baton.mutex('held-back').acquire().catch((e: unknown) => e)
+    assert.ok(isBatonError(error, 'REPLICA_ACK_TIMEOUT'), String(error))
+    assert.equal(error.retryable, true)
+    assert.match(error.message, /"replicas"/)
+    assert.match(error.message, /"replicaTimeout"/)
+    // Given back: the name is free on the master.
+    assert.deepEqual((await plain.inspect('held-back'))?.holders ?? [], [])
+    redis.holdReplication(false)
+    const lease = await baton.mutex('held-back').acquire()
+    await lease.release()
+    await Promise.all([baton.close(), plain.close()])
+  })
+
+  it('a renewal the replicas do not acknowledge does not advance the deadline: the signal fires', async () => {
+    const baton = await connect(redis.master.url + `?replicas=2&replicaTimeout=${ms(200)}`, CONNECT)
+    const lease = await baton.mutex('renewal', { ttl: ms(1500) }).acquire({ autoExtend: true })
+    redis.holdReplication(true)
+    try {
+      // The master renews it (its key lives on), but no renewal is acknowledged.
+      const reason = await aborted(lease.signal, ms(10_000))
+      assert.ok(isBatonError(reason, 'LEASE_LOST'), String(reason))
+    } finally {
+      redis.holdReplication(false)
+    }
+    await baton.close()
+  })
+
+  it('a hand-over is confirmed by the new holder before it is told', async () => {
+    const baton = await connect(redis.master.url + `?replicas=2&replicaTimeout=${ms(2000)}`, CONNECT)
+    const first = await baton.mutex('handover').acquire()
+    const second = baton.mutex('handover').acquire({ wait: ms(10_000) })
+    await new Promise((resolve) => setTimeout(resolve, ms(100)))
+    redis.holdReplication(true)
+    await first.release()
+    let granted = false
+    void second.then(() => (granted = true), () => {})
+    await new Promise((resolve) => setTimeout(resolve, ms(300)))
+    assert.equal(granted, false, 'told it holds before the replicas had the hand-over')
+    redis.holdReplication(false)
+    const lease = await second
+    await lease.release()
+    await baton.close()
+    await redis.stop()
+  })
+
+  for (const acked of [false, true]) {
+    it(`${acked ? `with ${ACKED}` : 'without the option'}: ${FAILOVERS} Sentinel failovers`, { timeout: ms(120_000) * FAILOVERS }, async () => {
+      const rounds: Round[] = []
+      for (let i = 0; i < FAILOVERS; i++) rounds.push(await failoverRound(acked))
+      const overlaps = rounds.filter((r) => r.overlap).length
+      const lost = rounds.filter((r) => r.lost).length
+      const signalled = rounds.filter((r) => r.lossSignalled).length
+      console.log(`replicas ${acked ? '2' : 'none'}: ${FAILOVERS} failovers, ${overlaps} with an overlap, ${lost} renewed holds lost, ${signalled} of them signalled`)
+      assert.equal(signalled, lost, 'every lost renewal is signalled')
+      if (acked) assert.equal(overlaps, 0)
+      else assert.equal(overlaps, FAILOVERS, 'each held-back grant is lost in the failover')
+    })
+  }
+})
