@@ -13,7 +13,8 @@ import { after, describe, it } from 'node:test'
 import { connect, isBatonError, type Baton } from '../../src/index.js'
 import { aborted } from '../conformance/context.js'
 import { startReplicatedRedis, type ReplicatedRedis } from '../harness/replicated.js'
-import { stopAll } from '../harness/servers.js'
+import { clusterSlotOwner, redisCommand, startRedisCluster, stopAll, type RedisServer } from '../harness/servers.js'
+import { slotOfName } from '../../src/drivers/redis/keys.js'
 import { ms } from '../harness/timing.js'
 
 after(() => stopAll())
@@ -37,7 +38,8 @@ async function failoverRound(acked: boolean): Promise<Round> {
   const clients: Baton[] = []
   try {
     const url = redis.url + (acked ? ACKED : '')
-    const [a, b] = [await connect(url, CONNECT), await connect(url, CONNECT)]
+    // B asks without the option: the question is whether the promoted master grants A's name to anyone else.
+    const [a, b] = [await connect(url, CONNECT), await connect(redis.url, CONNECT)]
     clients.push(a, b)
     redis.holdReplication(true)
     const grant = async (name: string, ttl: number, autoExtend: boolean) => {
@@ -52,21 +54,25 @@ async function failoverRound(acked: boolean): Promise<Round> {
       }
     }
     // Not renewed, a lease longer than the round: A believes in it throughout.
-    const orders = await grant('orders', ms(30_000), false)
+    const orders = await grant('orders', ms(60_000), false)
     const renewed = await grant('renewed', ms(2000), true)
     await redis.failOver()
-    let overlap = false
-    const until = Date.now() + ms(4000)
-    while (Date.now() < until) {
-      const lease = await b.mutex('orders').acquire({ wait: ms(500) }).catch((error: unknown) => {
-        if (isBatonError(error) && error.retryable) return undefined
-        throw error
-      })
-      if (lease) {
-        overlap = !orders.signal.aborted
-        break
-      }
+    // One answer of the promoted master (granted, or busy), however long the switch takes B.
+    let answer: 'granted' | 'busy' | undefined
+    const until = Date.now() + ms(30_000)
+    while (answer === undefined && Date.now() < until) {
+      answer = await b.mutex('orders').acquire({ wait: 0 }).then(
+        () => 'granted' as const,
+        (error: unknown) => {
+          if (isBatonError(error, 'LOCK_TIMEOUT')) return 'busy' as const
+          if (isBatonError(error) && error.retryable) return undefined
+          throw error
+        },
+      )
+      if (answer === undefined) await new Promise((resolve) => setTimeout(resolve, ms(100)))
     }
+    assert.ok(answer, 'the promoted master answered')
+    const overlap = answer === 'granted' && !orders.signal.aborted
     const holder = (await b.inspect('renewed').catch(() => null))?.holders.find((h) => h.token === renewed.token)
     const lost = holder === undefined
     const lossSignalled = lost && isBatonError(await aborted(renewed.signal, ms(10_000)), 'LEASE_LOST')
@@ -155,4 +161,53 @@ describe('redis replica acknowledgement', () => {
       else assert.equal(overlaps, FAILOVERS, 'each held-back grant is lost in the failover')
     })
   }
+
+  it('cluster, one replica per master: a stopped replica fails the grant; an acknowledged hold survives its master\'s failover', { timeout: ms(120_000) }, async () => {
+    const cluster = await startRedisCluster(3, 1)
+    const clients: Baton[] = []
+    try {
+      const name = 'cluster/orders'
+      const master = await clusterSlotOwner(cluster, slotOfName(name))
+      let replica: RedisServer | undefined
+      await until('the replica of the name\'s master', async () => {
+        const info = await redisCommand(master.port, ['INFO', 'replication'])
+        const port = typeof info === 'string' ? /^slave0:.*port=(\d+),state=online/m.exec(info)?.[1] : undefined
+        replica = cluster.nodes.find((node) => String(node.port) === port)
+        return replica !== undefined
+      })
+      const a = await connect(cluster.url + `?replicas=1&replicaTimeout=${ms(500)}`, CONNECT)
+      const b = await connect(cluster.url, CONNECT)
+      clients.push(a, b)
+      replica!.pause()
+      const error = await a.mutex(name).acquire().catch((e: unknown) => e).finally(() => replica!.resume())
+      assert.ok(isBatonError(error, 'REPLICA_ACK_TIMEOUT'), String(error))
+      const lease = await a.mutex(name, { ttl: ms(30_000) }).acquire()
+      await master.kill()
+      await until('the replica promoted', async () => {
+        const info = await redisCommand(replica!.port, ['INFO', 'replication'])
+        return typeof info === 'string' && /^role:master/m.test(info)
+      })
+      // The promoted replica has the acknowledged hold: nobody else is granted the name.
+      let info = null
+      await until('the name readable on the promoted master', async () => {
+        info = await b.inspect(name)
+        return true
+      })
+      assert.ok(info!.holders.some((h: { token: bigint }) => h.token === lease.token), 'the promoted replica has the acknowledged hold')
+      const other = await b.mutex(name).acquire({ wait: 0 }).catch((e: unknown) => e)
+      assert.ok(isBatonError(other, 'LOCK_TIMEOUT'), String(other))
+    } finally {
+      await Promise.allSettled(clients.map((c) => c.close()))
+      await cluster.stop()
+    }
+  })
 })
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = ms(30_000)): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (await check().catch(() => false)) return
+    if (Date.now() >= deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, ms(100)))
+  }
+}
