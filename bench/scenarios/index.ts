@@ -13,6 +13,7 @@ import { multi } from './multi.js'
 import { parallel } from './parallel.js'
 import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
 import { redlockScenario } from './redlock.js'
+import { replicasScenario } from './replicas.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
 import { server } from './server.js'
@@ -28,5 +29,5 @@ export const scenarios: readonly Scenario[] = [
   fairHandoff, fairCommands, rwlockReaders, semaphore, weighted, multi,
   pgUncontended, pgHandoff, pgStatements,
   ...consensusScenarios, server, redlockScenario, cliStartup, dashboard,
-  election,
+  election, replicasScenario,
 ]
