@@ -15,6 +15,7 @@ import { parallel } from './parallel.js'
 import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
 import { mysqlHandoff, mysqlUncontended } from './mysql.js'
 import { redlockScenario } from './redlock.js'
+import { replicasScenario } from './replicas.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
 import { server } from './server.js'
@@ -31,5 +32,5 @@ export const scenarios: readonly Scenario[] = [
   pgUncontended, pgHandoff, pgStatements,
   mysqlUncontended, mysqlHandoff,
   ...consensusScenarios, server, redlockScenario, cliStartup, dashboard,
-  election, otel,
+  election, otel, replicasScenario,
 ]

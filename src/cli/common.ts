@@ -35,6 +35,7 @@ const EXIT_BY_CODE: Partial<Record<ErrorCode, number>> = {
   LEASE_LOST: EXIT.lost,
   BACKEND_UNAVAILABLE: EXIT.unavailable,
   QUORUM_NOT_REACHED: EXIT.unavailable,
+  REPLICA_ACK_TIMEOUT: EXIT.unavailable,
   UNAUTHORIZED: EXIT.noPermission,
   FORBIDDEN: EXIT.noPermission,
 }

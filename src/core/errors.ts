@@ -19,12 +19,20 @@ export type ErrorCode =
    * has written since (baton/fencing). The lock was lost; never retry as is.
    */
   | 'STALE_TOKEN'
+  /**
+   * Redis with `?replicas=N`: fewer than N replicas acknowledged a grant
+   * (given back) or a renewal (not counted) within `replicaTimeout`. The
+   * store answered, so it is not BACKEND_UNAVAILABLE; retryable, as a
+   * replica that lags now may keep up later.
+   */
+  | 'REPLICA_ACK_TIMEOUT'
 
 /** Codes for which trying the same call again later can succeed. */
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'LOCK_TIMEOUT',
   'BACKEND_UNAVAILABLE',
   'QUORUM_NOT_REACHED',
+  'REPLICA_ACK_TIMEOUT',
 ])
 
 export interface HolderInfo {

@@ -15,7 +15,7 @@ interface Store {
   options: readonly string[]
 }
 
-const REDIS: Store = { load: async () => (await import('./redis/index.js')).createRedisDriver, clients: ['ioredis'], options: ['prefix', 'fenceTtl'] }
+const REDIS: Store = { load: async () => (await import('./redis/index.js')).createRedisDriver, clients: ['ioredis'], options: ['prefix', 'fenceTtl', 'replicas', 'replicaTimeout'] }
 const POSTGRES: Store = {
   load: async () => (await import('./postgres/index.js')).createPostgresDriver,
   clients: ['pg'],
@@ -54,7 +54,8 @@ const STORES: Record<string, Store> = {
   'redlock': {
     load: async () => (await import('./redlock/index.js')).createRedlockDriver,
     clients: ['ioredis'],
-    options: ['timeout', 'driftFactor', 'drift', 'maxTtl', 'prefix', 'fenceTtl'],
+    // replicas / replicaTimeout: listed to be refused with Redlock's reason (redis/replicas.ts), not as a typo.
+    options: ['timeout', 'driftFactor', 'drift', 'maxTtl', 'prefix', 'fenceTtl', 'replicas', 'replicaTimeout'],
   },
 }
 

@@ -557,8 +557,11 @@ export async function startRedisSentinel(): Promise<RedisSentinelSetup> {
   }
 }
 
-/** A Redis Cluster of `masters` master nodes (no replicas) covering all slots. */
-export async function startRedisCluster(masters = 3): Promise<RedisClusterSetup> {
+/**
+ * A Redis Cluster of `masters` master nodes covering all slots, each with
+ * `replicasPerMaster` replicas (none by default; `nodes` lists them all).
+ */
+export async function startRedisCluster(masters = 3, replicasPerMaster = 0): Promise<RedisClusterSetup> {
   if (!Number.isInteger(masters) || masters < 3) {
     throw new Error(`redis-cli --cluster create needs at least 3 masters, got ${masters}`);
   }
@@ -568,7 +571,7 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterSetup>
   try {
     // allSettled, so that on failure every node that did start is stopped.
     const launches = await Promise.allSettled(
-      Array.from({ length: masters }, async () => {
+      Array.from({ length: masters * (1 + replicasPerMaster) }, async () => {
         const dir = makeTempDir('cluster');
         const node = await ManagedServer.launch({
           label: 'redis-server (cluster)',
@@ -601,7 +604,7 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterSetup>
     try {
       await execFileAsync(
         'redis-cli',
-        ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'],
+        ['--cluster', 'create', ...addresses, '--cluster-replicas', String(replicasPerMaster), '--cluster-yes'],
         { timeout: ms(20000), maxBuffer: 16 * 1024 * 1024 },
       );
     } catch (err) {
@@ -614,7 +617,7 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterSetup>
       for (const node of nodes) {
         const info = await redisCommand(node.port, ['CLUSTER', 'INFO']);
         if (typeof info !== 'string' || !/^cluster_state:ok\r?$/m.test(info)) return false;
-        if (!new RegExp(`^cluster_known_nodes:${masters}\\r?$`, 'm').test(info)) return false;
+        if (!new RegExp(`^cluster_known_nodes:${nodes.length}\\r?$`, 'm').test(info)) return false;
       }
       return true;
     });

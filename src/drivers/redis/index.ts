@@ -13,6 +13,9 @@ import { Inspector } from './inspect.js'
 import { NameScripts } from './name-scripts.js'
 import { loadScripts, type ScriptName } from './scripts.js'
 import { WakeChannels } from './wake-channels.js'
+import { baseKey } from './keys.js'
+import { memberOf } from './members.js'
+import { replicaAcksFor, replicaPolicyOf, type AckedStore, type ReplicaAcks } from './replicas.js'
 
 const CAPABILITIES: Capabilities = {
   fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: false,
@@ -34,6 +37,8 @@ export class RedisDriver implements Driver {
   private readonly scripts: NameScripts
   private readonly channels: WakeChannels
   private readonly holds: Holds
+  // [replicas hook] `?replicas=N`: grants and renewals wait for the replicas (replicas.ts); set at connect.
+  replicaAcks: ReplicaAcks | undefined
   private readonly election: Election
   private readonly inspector: Inspector
 
@@ -99,12 +104,27 @@ export class RedisDriver implements Driver {
     this.holds.resendGiveBacks()
   }
 
-  acquire(request: AcquireRequest): Promise<AcquireResult> {
-    return this.holds.acquire(request)
+  async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    const result = await this.holds.acquire(request)
+    // [replicas hook] A grant counts once the replicas acknowledged it (replicas.ts).
+    return this.replicaAcks && result.status === 'granted' ? this.replicaAcks.confirmGrant(request, result) : result
   }
 
   extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
+    // [replicas hook] Renewals count once the replicas acknowledged them (replicas.ts).
+    if (this.replicaAcks) return this.replicaAcks.extend(holds, ttlMs)
     return this.holds.extend(holds, ttlMs)
+  }
+
+  // [replicas hook] What replicas.ts needs of this driver: connection, scripts, extend's arguments, give-back.
+  ackedStore(): AckedStore {
+    return {
+      client: this.client,
+      scripts: this.scripts.scripts,
+      display: this.target.display,
+      extendArgv: (hold, ttlMs) => [baseKey(this.target.keyPrefix, hold.name), memberOf(hold), ttlMs, hold.lockDelayMs],
+      giveBack: (hold) => this.release(hold),
+    }
   }
 
   /** See Holds.release (`guess`: the Redlock driver). */
@@ -136,7 +156,8 @@ export class RedisDriver implements Driver {
   }
 
   watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    return this.channels.watch(owner, onWake)
+    // [replicas hook] A hand-over is confirmed by the new holder's next attempt (replicas.ts).
+    return this.channels.watch(owner, this.replicaAcks ? this.replicaAcks.deferGrants(onWake) : onWake)
   }
 
   inspect(name: string): Promise<LockInfo | null> {
@@ -188,6 +209,8 @@ export class RedisDriver implements Driver {
 
 export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
   const target = redisTarget(url, options)
+  // [replicas hook] `?replicas=N&replicaTimeout=`: checked before connecting (replicas.ts).
+  const replicaPolicy = replicaPolicyOf(url, options.commandTimeoutMs)
   loadScripts()
   const client = await openClient(target, options.connectTimeoutMs)
   let subscriber: RedisClient
@@ -195,6 +218,11 @@ export const createRedisDriver: DriverFactory = async (url: StoreUrl, options: D
     const sharded = target.cluster && (await majorVersion(client)) >= 7
     subscriber = await openClient(target, options.connectTimeoutMs, sharded ? 'sharded-subscriber' : 'subscriber')
     const driver = new RedisDriver(client, subscriber, target, options.clientId, Math.ceil(options.fenceTtlMs), sharded)
+    // [replicas hook] `?replicas=N`: WAIT / WAITAOF after grants and renewals, detected here (replicas.ts).
+    driver.replicaAcks = await replicaAcksFor(driver.ackedStore(), replicaPolicy).catch((error: unknown) => {
+      subscriber.disconnect()
+      throw error
+    })
     // A give-back the connection could not carry goes once it is back (Holds.release).
     client.on('ready', () => driver.resendGiveBacks())
     if (sharded) {

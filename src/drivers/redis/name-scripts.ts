@@ -10,7 +10,8 @@ import { Scripts, type ScriptName } from './scripts.js'
  * that changes or reads a name goes through here.
  */
 export class NameScripts {
-  private readonly scripts: Scripts
+  /** The raw script transport (replicas.ts pipelines a script with its WAIT). */
+  readonly scripts: Scripts
   /**
    * Script calls of one turn go as one EVALSHA (ScriptBatch). The Redlock
    * driver turns it off on its nodes (RedisDriver.batchScripts says why).

@@ -304,12 +304,21 @@ export class Scripts {
   }
 
   private send(script: LoadedScript, argv: readonly (string | number)[], how: 'evalsha' | 'eval' = 'evalsha'): Promise<unknown> {
+    return this.client.sendCommand(this.commandOf(script, argv, how)) as Promise<unknown>
+  }
+
+  // [replicas hook] A script call as a command, for replicas.ts to pipeline with WAIT behind it.
+  command(name: ScriptName, argv: readonly (string | number)[], how: 'evalsha' | 'eval' = 'evalsha'): Command {
+    return this.commandOf(this.byName.get(name)!, argv, how)
+  }
+
+  private commandOf(script: LoadedScript, argv: readonly (string | number)[], how: 'evalsha' | 'eval'): Command {
     const body = how === 'evalsha' ? script.sha : script.lua
     // ioredis flattens the arguments one level: argv is copied once, there.
     const args = script.numberOfKeys === undefined
       ? [body, argv]
       : this.cluster ? clusterArgs(body, argv) : [body, script.numberOfKeys, argv]
-    return this.client.sendCommand(new ScriptCommand(script, how, args as (string | number)[])) as Promise<unknown>
+    return new ScriptCommand(script, how, args as (string | number)[])
   }
 }
 

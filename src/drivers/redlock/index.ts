@@ -5,6 +5,7 @@ import type {
 import { BatonError } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 import { createRedisDriver } from '../redis/index.js'
+import { refuseReplicaOptions } from '../redis/replicas.js'
 import { wakeChannelPrefix } from '../redis/keys.js'
 import { Attempts } from './attempt.js'
 import { Holds } from './holds.js'
@@ -192,6 +193,8 @@ export class RedlockDriver implements Driver {
 }
 
 export const createRedlockDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
+  // [replicas hook] Replica acknowledgement is refused here, with the reason.
+  refuseReplicaOptions(url)
   const settings = parseRedlockUrl(url)
   const nodes = settings.nodes.map((nodeUrl, index) => new RedlockNode(index, nodeUrl, options, settings.maxTtlMs))
   const failures = await Promise.all(nodes.map((node) => node.start(createRedisDriver)))
