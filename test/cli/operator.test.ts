@@ -17,6 +17,7 @@ import type { Lease } from '../../src/core/lease.js'
 import { startRedis, type RedisServer } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
 import { baton, BATON_BIN, nodeCommand, startBaton } from './baton-cli.js'
+import { unhurried } from '../harness/clients.js'
 
 let redis: RedisServer
 let env: Record<string, string>
@@ -27,7 +28,7 @@ before(async () => {
   redis = await startRedis()
   env = { BATON_URL: redis.url }
   scratch = mkdtempSync(join(tmpdir(), 'baton-operator-'))
-  client = await connect(redis.url)
+  client = await connect(redis.url, unhurried())
 })
 after(async () => {
   await client?.close()

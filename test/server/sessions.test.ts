@@ -14,6 +14,7 @@ import { ms } from '../harness/timing.js'
 import { connect, type Lease } from '../../src/index.js'
 import { Worker } from '../conformance/context.js'
 import { call, lockPath } from './client.js'
+import { unhurried } from '../harness/clients.js'
 
 let server: BatonServer
 let base: string
@@ -115,7 +116,7 @@ after(() => server.stop())
 
 describe('sessions: renewal costs one small request per period', () => {
   it('1,000 long-named leases through http:// all keep their holds (one keepalive, not a 413 batch)', async (t) => {
-    const client = await connect(base)
+    const client = await connect(base, unhurried())
     // Long enough that a renewal is not lost to a stall of a loaded machine; the defect does not depend on it.
     const ttlMs = ms(4000)
     const prefix = fresh('long')
@@ -136,7 +137,7 @@ describe('sessions: renewal costs one small request per period', () => {
   it('10,000 leases through http:// kept for ten ttls; renewal traffic per period is independent of the count', {
     skip: figures ? false : 'set BATON_FIGURES=1 to take 10,000 leases and measure renewal traffic (minutes of CPU)',
   }, async (t) => {
-    const client = await connect(base)
+    const client = await connect(base, unhurried())
     const ttlMs = ms(4000)
     const prefix = fresh('many')
     // tryAcquire: one plain request per lease (no long-poll), so taking 10,000 costs the machine little.
@@ -179,7 +180,7 @@ describe('sessions: renewal costs one small request per period', () => {
   })
 
   it('a lease taken without auto-renewal is not renewed by its client\'s session', async () => {
-    const client = await connect(base)
+    const client = await connect(base, unhurried())
     const name = fresh('no-renew')
     const renewed = await client.mutex(fresh('renewed'), { ttl: ms(600) }).acquire({ autoExtend: true })
     const once = await client.mutex(name, { ttl: ms(600) }).acquire()
