@@ -109,7 +109,7 @@ describe('baton verify', () => {
       '',
     ].join('\n'))
     const stepAt = Date.now() + ms(3000)
-    const { code, report } = await verify(redis.url, ['--workers', '3', '--seconds', '7', '--ttl', '1s', '--hold', '100ms', '--pause', '0', '--kill', '0', '--json'], {
+    const { code, report } = await verify(redis.url, ['--workers', '3', '--seconds', seconds(7), '--ttl', '1s', '--hold', '100ms', '--pause', '0', '--kill', '0', '--json'], {
       NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${pathToFileURL(hook).href}`.trim(),
       BATON_TEST_STEP_AT: String(stepAt),
     })
