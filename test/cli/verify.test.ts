@@ -26,7 +26,10 @@ import { exitStatusOf, type VerifyReport } from '../../src/cli/commands/verify.j
 
 after(() => stopAll())
 
-const FAULTY = ['--workers', '3', '--seconds', '10', '--ttl', '1s', '--hold', '100ms', '--pause', '2500ms', '--kill', '3500ms', '--json']
+/** A run's length, scaled: what must happen within it (start-up, a hand-over after an outage) takes longer on a busy machine. */
+const seconds = (n: number): string => String(Math.ceil(n * TIMING_SCALE))
+
+const FAULTY = ['--workers', '3', '--seconds', seconds(10), '--ttl', '1s', '--hold', '100ms', '--pause', '2500ms', '--kill', '3500ms', '--json']
 
 async function verify(url: string, args: string[] = FAULTY, env: Record<string, string | undefined> = {}): Promise<{ code: number | null; report: VerifyReport; stderr: string }> {
   const { code, stdout, stderr } = await startBaton(['verify', '--store', url, ...args], env).finished
@@ -39,8 +42,6 @@ async function verify(url: string, args: string[] = FAULTY, env: Record<string, 
   return { code, report, stderr }
 }
 
-/** A run's length, scaled: what must happen within it (start-up, a hand-over after an outage) takes longer on a busy machine. */
-const seconds = (n: number): string => String(Math.ceil(n * TIMING_SCALE))
 
 /** Safety held. A stall after a fault (liveness, which load causes as readily as a store) may turn exit 0 into 69, never into 1. */
 function assertPassed(code: number | null, report: VerifyReport): void {
