@@ -25,13 +25,18 @@
 // files that failed (in a test, or outside any: a non-zero exit, a timeout)
 // are counted and named in the summary (scripts/failed-files-reporter.mjs).
 //
+// Waits scale with BATON_TEST_TIMING (test/harness/timing.ts). Unset, it is
+// measured here once, at the start, from how busy the machine is (see
+// machineTiming below) and handed to every file, so a loaded machine gets
+// longer deadlines without anyone setting anything; the per-file limit of the
+// test runner scales with it too.
+//
 // The figures of a run (tests, files, time, versions) are printed at the end
 // and written to dist/test-summary.json; BATON_TEST_RECORD=1 also writes them
 // into docs/testing.md after a whole run that passed, so no page types them.
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { homedir } from 'node:os'
-import { tmpdir } from 'node:os'
+import { availableParallelism, homedir, loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -64,6 +69,42 @@ if (process.argv[2] === '--record') {
   record(run)
   process.exit(0)
 }
+/**
+ * The timing scale for this run: BATON_TEST_TIMING when set, else measured.
+ * Two figures, the larger wins: the load average per core (runnable
+ * processes a core is shared between), and how much of a core a short busy
+ * loop here really gets (its CPU time over its wall time; 1 on an idle core,
+ * under 0.2 when five others want it). Neither needs a reference machine:
+ * both say how contended this one is now. Clamped to [1, 5]: a quiet machine
+ * keeps the written figures, a very busy one gets deadlines five times
+ * longer, which only a failing wait ever sits out.
+ */
+function machineTiming() {
+  const perCore = loadavg()[0] / availableParallelism()
+  const cpuBefore = process.cpuUsage()
+  const wallBefore = process.hrtime.bigint()
+  while (process.hrtime.bigint() - wallBefore < 300_000_000n) { /* busy: the measure is what this loop gets */ }
+  const cpu = process.cpuUsage(cpuBefore)
+  const wallMs = Number(process.hrtime.bigint() - wallBefore) / 1e6
+  const share = Math.min(1, (cpu.user + cpu.system) / 1000 / wallMs)
+  const scale = Math.min(5, Math.max(1, perCore, 1 / Math.max(share, 0.01)))
+  return { scale: Math.round(scale * 10) / 10, perCore: Math.round(perCore * 10) / 10, share: Math.round(share * 100) / 100 }
+}
+
+const givenTiming = process.env.BATON_TEST_TIMING
+let timing = Number(givenTiming)
+if (givenTiming === undefined || givenTiming === '') {
+  const measured = machineTiming()
+  timing = measured.scale
+  process.env.BATON_TEST_TIMING = String(timing)
+  console.log(`BATON_TEST_TIMING=${timing} (measured: load ${measured.perCore} per core, a busy loop got ${Math.round(measured.share * 100)}% of a core; set it to override)`)
+} else if (!Number.isFinite(timing) || timing <= 0) {
+  console.error(`BATON_TEST_TIMING must be a finite number > 0, got ${JSON.stringify(givenTiming)}`)
+  process.exit(2)
+}
+/** The test runner's limit per file: 5 minutes on a quiet machine, scaled. */
+const FILE_TIMEOUT_MS = Math.round(300_000 * timing)
+
 const filters = process.argv.slice(2)
 const allFiles = findTests('dist/test').sort()
 const select = (patterns) => allFiles.filter((file) => patterns.length === 0 || patterns.some((f) => file.includes(f)))
@@ -144,7 +185,7 @@ function runTests(node, testFiles, concurrency, { echo, env = {} }) {
       ...(existsSync(LINGER) ? ['--import', pathToFileURL(LINGER).href] : []),
       '--test', '--test-reporter=spec', '--test-reporter-destination=stdout',
       `--test-reporter=${FAILED_FILES_REPORTER}`, `--test-reporter-destination=${failedPath}`,
-      `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...testFiles,
+      `--test-concurrency=${concurrency}`, `--test-timeout=${FILE_TIMEOUT_MS}`, ...testFiles,
     ], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...(process.stdout.isTTY && echo ? { FORCE_COLOR: '1' } : {}), ...env },
@@ -183,7 +224,7 @@ function describe(label, files, result) {
 
 const main = await runTests(process.execPath, files, jobs, { echo: true })
 const lines = [describe(`Node ${process.versions.node}`, files, main)]
-const summary = { node: process.versions.node, jobs, files: files.length, filtered: filters.length > 0, ...main.counts, failedFiles: main.failedFiles, seconds: main.seconds, others: [] }
+const summary = { node: process.versions.node, jobs, timing, files: files.length, filtered: filters.length > 0, ...main.counts, failedFiles: main.failedFiles, seconds: main.seconds, others: [] }
 let failed = main.code !== 0
 
 if (others.length > 0) {

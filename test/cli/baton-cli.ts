@@ -48,7 +48,7 @@ export function startBaton(args: readonly string[], env: Record<string, string |
     waitForOutput: (text) =>
       new Promise<void>((resolve, reject) => {
         if (stdout.includes(text)) return resolve()
-        const timer = setTimeout(() => reject(new Error(`baton ${args.join(' ')}: no "${text}" on stdout within ${ms(15000)} ms; stderr: ${stderr}`)), ms(15000))
+        const timer = setTimeout(() => reject(new Error(`baton ${args.join(' ')}: no "${text}" on stdout within ${ms(60000)} ms; stderr: ${stderr}`)), ms(60000))
         watchers.push({ text, resolve: () => (clearTimeout(timer), resolve()) })
         void finished.then(() => {
           clearTimeout(timer)

@@ -17,6 +17,7 @@ import type { Lease } from '../../src/core/lease.js'
 import { startRedis, type RedisServer } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
 import { baton, BATON_BIN, nodeCommand, startBaton } from './baton-cli.js'
+import { unhurried } from '../harness/clients.js'
 
 let redis: RedisServer
 let env: Record<string, string>
@@ -27,7 +28,7 @@ before(async () => {
   redis = await startRedis()
   env = { BATON_URL: redis.url }
   scratch = mkdtempSync(join(tmpdir(), 'baton-operator-'))
-  client = await connect(redis.url)
+  client = await connect(redis.url, unhurried())
 })
 after(async () => {
   await client?.close()
@@ -69,13 +70,15 @@ function throughSlowPipe(args: readonly string[]): Promise<{ code: number | null
 describe('piped output', () => {
   it('reaches a pipe whole: ls and inspect with more than 64 KiB', async () => {
     const prefix = `pipe/${'x'.repeat(60)}/`
+    // Taking 2,700 holds can outlast the default 30 s ttl on a busy machine: none may lapse before they are listed.
+    const ttl = ms(300_000)
     const leases: Lease[] = []
     for (let i = 0; i < 1200; i += 100) {
-      leases.push(...await Promise.all(Array.from({ length: 100 }, (_, k) => client.mutex(`${prefix}${String(i + k).padStart(4, '0')}`).acquire())))
+      leases.push(...await Promise.all(Array.from({ length: 100 }, (_, k) => client.mutex(`${prefix}${String(i + k).padStart(4, '0')}`, { ttl }).acquire())))
     }
     const permits: Lease[] = []
     for (let i = 0; i < 1500; i += 100) {
-      permits.push(...await Promise.all(Array.from({ length: 100 }, () => client.semaphore('pipe-semaphore', { permits: 2000 }).acquire())))
+      permits.push(...await Promise.all(Array.from({ length: 100 }, () => client.semaphore('pipe-semaphore', { permits: 2000, ttl }).acquire())))
     }
     try {
       const json = await throughSlowPipe(['ls', '--prefix', prefix, '--json'])

@@ -17,6 +17,7 @@ import { startBatonServer, tempDir, type BatonServer } from '../harness/baton-se
 import { ms } from '../harness/timing.js'
 import { connect } from '../../src/index.js'
 import { call, lockPath } from '../server/client.js'
+import { unhurried } from '../harness/clients.js'
 
 const TOKEN = 'python-client-token-0123456789abcdef'
 const auth = { authorization: `Bearer ${TOKEN}` }
@@ -135,7 +136,7 @@ describe('clients/python (baton_client)', () => {
   it('hands a lock over between a Python and a Node client on the same name, both ways', async () => {
     const name = fresh('handover')
     const python = new Agent(server.base)
-    const baton = await connect(`http://:${TOKEN}@127.0.0.1:${server.port}`)
+    const baton = await connect(`http://:${TOKEN}@127.0.0.1:${server.port}`, unhurried())
     try {
       const first = await python.send({ op: 'lock', name, ttl: 30, wait: 10 })
       assert.equal(first.event, 'granted', JSON.stringify(first))

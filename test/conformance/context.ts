@@ -7,6 +7,7 @@ import { inspect } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { connect, type Baton } from '../../src/index.js'
 import { ms } from '../harness/timing.js'
+import { unhurried } from '../harness/clients.js'
 
 /** What a store's test file hands to the conformance suite. */
 export interface StoreHarness {
@@ -55,7 +56,7 @@ export class SuiteContext {
   private readonly children: ChildProcess[] = []
 
   async client(): Promise<Baton> {
-    const baton = await connect(this.harness.url)
+    const baton = await connect(this.harness.url, unhurried())
     this.clients.push(baton)
     return baton
   }
@@ -84,7 +85,7 @@ export class SuiteContext {
    */
   async refuses(kind: 'rwlock' | 'semaphore'): Promise<string | undefined> {
     // Closed here: a test that skips itself at run time gets no afterEach.
-    const client = await connect(this.harness.url)
+    const client = await connect(this.harness.url, unhurried())
     try {
       if (client.driver.capabilities[kind]) return undefined
       const name = this.name(`refused-${kind}`)

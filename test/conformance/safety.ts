@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import type { Mutex } from '../../src/index.js'
 import type { SuiteContext } from './context.js'
+import { ms } from '../harness/timing.js'
 
 /** A deliberately non-atomic read-modify-write: any overlap loses an update. */
 async function bump(file: string): Promise<void> {
@@ -19,13 +20,20 @@ async function counterFile(): Promise<string> {
   return file
 }
 
+/**
+ * Every hold here is released by its holder: the ttl only has to outlast a
+ * stall of a loaded machine (a lapse would be a LEASE_LOST, not this test's
+ * subject), so it is long and scaled.
+ */
+const SAFE_TTL_MS = ms(30_000)
+
 export function safety(ctx: SuiteContext): void {
   describe('mutual exclusion', () => {
     it('2,000 acquisitions by 40 flows over 2 clients in one process lose no update', async () => {
       const name = ctx.name('safety')
       const file = await counterFile()
       const locks: Mutex[] = []
-      for (const client of [await ctx.client(), await ctx.client()]) locks.push(client.mutex(name, { ttl: '10s' }))
+      for (const client of [await ctx.client(), await ctx.client()]) locks.push(client.mutex(name, { ttl: SAFE_TTL_MS }))
       const flows = 40
       const perFlow = 50
       await Promise.all(
@@ -42,18 +50,18 @@ export function safety(ctx: SuiteContext): void {
       const name = ctx.name('safety-processes')
       const file = await counterFile()
       const perProcess = 700
-      const workers = [1, 2].map(() => ctx.worker({ task: 'counter', name, file, iterations: perProcess, ttl: 10_000 }))
-      const lock = (await ctx.client()).mutex(name, { ttl: '10s' })
+      const workers = [1, 2].map(() => ctx.worker({ task: 'counter', name, file, iterations: perProcess, ttl: SAFE_TTL_MS }))
+      const lock = (await ctx.client()).mutex(name, { ttl: SAFE_TTL_MS })
       const local = Promise.all(Array.from({ length: 7 }, async () => {
         for (let i = 0; i < perProcess / 7; i++) await lock.using(() => bump(file))
       }))
-      await Promise.all([local, ...workers.map((w) => w.line('done', 120_000))])
+      await Promise.all([local, ...workers.map((w) => w.line('done', ms(600_000)))])
       assert.equal(Number(await readFile(file, 'utf8')), perProcess * 3)
     })
 
     it('never has two holders at once, checked at every grant', async () => {
       const name = ctx.name('safety-overlap')
-      const lock = (await ctx.client()).mutex(name, { ttl: '10s' })
+      const lock = (await ctx.client()).mutex(name, { ttl: SAFE_TTL_MS })
       let inside = 0
       let maxInside = 0
       await Promise.all(Array.from({ length: 16 }, async () => {

@@ -7,11 +7,12 @@ import { appendFile, readFile, writeFile } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
 import diagnostics_channel from 'node:diagnostics_channel'
 import { connect } from '../../src/index.js'
+import { unhurried } from '../harness/clients.js'
 import type { WorkerTask } from './context.js'
 import { holdAll, LOOKS } from './lapse.js'
 
 const task = JSON.parse(process.argv[2]!) as WorkerTask & { url: string }
-const baton = await connect(task.url)
+const baton = await connect(task.url, unhurried())
 
 switch (task.task) {
   case 'counter': {

@@ -15,6 +15,7 @@ import { startBatonServer, tempDir, type BatonServer } from '../harness/baton-se
 import { launchChromium, type Browser } from '../harness/browser.js'
 import { startRedis, type RedisServer } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
+import { unhurried } from '../harness/clients.js'
 
 const READER = 'reader-token-0123456789abcdef'
 const LOCKER = 'locker-token-0123456789abcdef'
@@ -53,6 +54,9 @@ async function release(grant: Grant): Promise<void> {
   assert.equal(res.status, 200, await res.clone().text())
 }
 
+/** The bulk locks must outlive taking them all and paging through them, however slow the machine: none may lapse mid-test. */
+const BULK_TTL_MS = ms(20 * 60_000)
+
 const row = (name: string) => page.locator(`#locks tr[data-name="${name}"]`)
 
 /**
@@ -60,7 +64,7 @@ const row = (name: string) => page.locator(`#locks tr[data-name="${name}"]`)
  * parallel on a busy 2-core machine, so the wait is bounded generously (no
  * timing is asserted) and the delay seen is printed as a test diagnostic.
  */
-const LIVE_WAIT_MS = ms(5000)
+const LIVE_WAIT_MS = ms(15_000)
 async function seenWithin(t: TestContext, what: string, wait: Promise<void>): Promise<void> {
   const started = performance.now()
   await wait
@@ -76,14 +80,14 @@ before(async () => {
     { token: ADMIN, rights: ['admin'], name: 'ops-admin' },
   ]))
   server = await startBatonServer(['--store', redis.url, '--tokens', tokens])
-  direct = await connect(redis.url)
+  direct = await connect(redis.url, unhurried())
   browser = await launchChromium()
   page = await browser.context.newPage()
   await page.goto(server.base)
   // The server wants a token: the page asks for one and keeps it in memory only.
   await page.locator('#auth-token').fill(READER)
   await page.locator('#auth button').click()
-  await page.locator('#conn[data-state="live"]').waitFor({ timeout: ms(10_000) })
+  await page.locator('#conn[data-state="live"]').waitFor({ timeout: ms(30_000) })
 })
 
 after(async () => {
@@ -103,9 +107,9 @@ describe('dashboard', () => {
     assert.ok(grant.token.endsWith((await holder.locator('.token').innerText()).replace(/^#…?/, '')), 'the token, shortened')
     const left = holder.locator('.left')
     // The page's CSP forbids eval, so page functions are real functions (no DOM types here: `any`).
-    await page.waitForFunction(() => /^\d+(\.\d)?s$/.test((globalThis as any).document.querySelector('#locks tr[data-name="dash/live"] .left')?.textContent ?? ''), undefined, { timeout: ms(5000) })
+    await page.waitForFunction(() => /^\d+(\.\d)?s$/.test((globalThis as any).document.querySelector('#locks tr[data-name="dash/live"] .left')?.textContent ?? ''), undefined, { timeout: ms(15_000) })
     const first = await left.innerText()
-    await page.waitForFunction((was) => (globalThis as any).document.querySelector('#locks tr[data-name="dash/live"] .left')?.textContent !== was, first, { timeout: ms(5000) })
+    await page.waitForFunction((was) => (globalThis as any).document.querySelector('#locks tr[data-name="dash/live"] .left')?.textContent !== was, first, { timeout: ms(15_000) })
     const events = await page.locator('#events li.grant').allInnerTexts()
     assert.ok(events.some((e) => e.includes('grant dash/live')), `no grant event listed: ${events.join(' | ')}`)
     await release(grant)
@@ -116,12 +120,12 @@ describe('dashboard', () => {
   it('pages and filters 10,000 locks', async (t) => {
     const names = Array.from({ length: BULK }, (_, i) => `bulk/${String(i).padStart(5, '0')}`)
     for (let i = 0; i < names.length; i += 500) {
-      await Promise.all(names.slice(i, i + 500).map((name) => direct.mutex(name, { ttl: '2m' }).acquire()))
+      await Promise.all(names.slice(i, i + 500).map((name) => direct.mutex(name, { ttl: BULK_TTL_MS }).acquire()))
     }
     await page.reload()
     await page.locator('#auth-token').fill(READER)
     await page.locator('#auth button').click()
-    await page.locator('#conn[data-state="live"]').waitFor({ timeout: ms(10_000) })
+    await page.locator('#conn[data-state="live"]').waitFor({ timeout: ms(30_000) })
     await page.locator('#prefix').fill('bulk/')
     // The server reads every lock for each page of its list: ten full reads of
     // 10,000 locks, slow when other test files load the machine.
@@ -134,7 +138,7 @@ describe('dashboard', () => {
     await page.waitForFunction(() => (globalThis as any).document.getElementById('page-info').textContent.startsWith('51–100'), undefined, { timeout: ms(30_000) })
     assert.equal(await page.locator('#locks tbody tr').first().getAttribute('data-name'), 'bulk/00050')
     await page.locator('#prefix').fill('bulk/0420')
-    await page.waitForFunction(() => (globalThis as any).document.getElementById('page-info').textContent === '1–10 of 10 · page 1/1')
+    await page.waitForFunction(() => (globalThis as any).document.getElementById('page-info').textContent === '1–10 of 10 · page 1/1', undefined, { timeout: ms(30_000) })
     assert.deepEqual(await page.evaluate(() => [...(globalThis as any).document.querySelectorAll('#locks tbody tr')].map((r: any) => r.dataset.name)),
       Array.from({ length: 10 }, (_, i) => `bulk/0420${i}`))
     // The page stays live with 10,000 locks loaded.
@@ -154,7 +158,7 @@ describe('dashboard', () => {
     const waiter = acquire('dash/report', '20s', { wait: '60s' })
     await page.locator('#prefix').fill('dash/')
     await row('dash/victim').waitFor({ timeout: LIVE_WAIT_MS })
-    await page.waitForFunction(() => (globalThis as any).document.querySelector('#locks tr[data-name="dash/report"] td.waiting')?.textContent === '1', undefined, { timeout: ms(5000) })
+    await page.waitForFunction(() => (globalThis as any).document.querySelector('#locks tr[data-name="dash/report"] td.waiting')?.textContent === '1', undefined, { timeout: ms(15_000) })
     await page.screenshot({ path: screenshotPath() })
 
     const force = async (token: string) => {
@@ -164,17 +168,17 @@ describe('dashboard', () => {
       return page.locator('#toast')
     }
     let toast = await force(READER)
-    await toast.filter({ hasText: 'Refused' }).waitFor({ timeout: ms(5000) })
+    await toast.filter({ hasText: 'Refused' }).waitFor({ timeout: ms(15_000) })
     toast = await force('')
-    await toast.filter({ hasText: 'Refused' }).waitFor({ timeout: ms(5000) })
+    await toast.filter({ hasText: 'Refused' }).waitFor({ timeout: ms(15_000) })
     assert.equal(await page.locator('#force-token').inputValue(), '', 'the token is not kept in the form')
     assert.equal((await call('GET', '/v1/locks/dash%2Fvictim', READER)).status, 200, 'still held after the refusals')
 
     toast = await force(ADMIN)
-    await toast.filter({ hasText: 'Released "dash/victim"' }).waitFor({ timeout: ms(5000) })
-    await row('dash/victim').waitFor({ state: 'detached', timeout: ms(5000) })
+    await toast.filter({ hasText: 'Released "dash/victim"' }).waitFor({ timeout: ms(15_000) })
+    await row('dash/victim').waitFor({ state: 'detached', timeout: ms(15_000) })
     // Who forced it: the admin token's name from the tokens file, never the token.
-    await page.locator('#events li.forced', { hasText: 'dash/victim' }).first().waitFor({ timeout: ms(5000) })
+    await page.locator('#events li.forced', { hasText: 'dash/victim' }).first().waitFor({ timeout: ms(15_000) })
     assert.match(await page.locator('#events li.forced').first().innerText(), /forced dash\/victim by ops-admin · /)
     const extend = await call('POST', `/v1/leases/${encodeURIComponent(grant.leaseId)}/extend`, LOCKER, {})
     assert.equal(extend.status, 410, 'the holder lost its lease')

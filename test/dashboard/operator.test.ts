@@ -88,8 +88,8 @@ before(async () => {
     if (message.type() === 'error') consoleErrors.push(message.text())
   })
   await page.goto(server.base)
-  await page.locator('#conn[data-state="live"]').waitFor({ timeout: ms(10_000) })
-  await page.locator('#locks tr[data-name="ops/deploy/web"] ol.waiters li.waiter').nth(1).waitFor({ timeout: ms(10_000) })
+  await page.locator('#conn[data-state="live"]').waitFor({ timeout: ms(30_000) })
+  await page.locator('#locks tr[data-name="ops/deploy/web"] ol.waiters li.waiter').nth(1).waitFor({ timeout: ms(30_000) })
 })
 
 after(async () => {
@@ -114,7 +114,7 @@ describe('dashboard for operators', () => {
   })
 
   it('shows time left as the command line does and long tokens shortened, whole on hover', async () => {
-    await page.waitForFunction(() => /^\d+m\d\ds$/.test((globalThis as any).document.querySelector('#locks tr[data-name="ops/quiet"] .left')?.textContent ?? ''), undefined, { timeout: ms(5000) })
+    await page.waitForFunction(() => /^\d+m\d\ds$/.test((globalThis as any).document.querySelector('#locks tr[data-name="ops/quiet"] .left')?.textContent ?? ''), undefined, { timeout: ms(15_000) })
     const token = page.locator('#locks tr[data-name="ops/quiet"] .token')
     assert.match(await token.getAttribute('title') ?? '', /^token \d+$/)
     // The embedded store's tokens are short; a 16-digit Redis token is shortened to its last 6 digits.
@@ -139,13 +139,13 @@ describe('dashboard for operators', () => {
     await page.waitForFunction((want) => {
       const rows = [...(globalThis as any).document.querySelectorAll('#locks tbody tr')].slice(0, 3).map((r: any) => r.dataset.name)
       return rows.join('\n') === want.join('\n')
-    }, oldestFirst, { timeout: ms(10_000) }).catch(() => undefined)
+    }, oldestFirst, { timeout: ms(30_000) }).catch(() => undefined)
     assert.deepEqual((await rowNames()).slice(0, 3), oldestFirst, 'oldest hold first')
     await page.locator('#sort').selectOption('name')
   })
 
   it('draws the grants made before the page opened, from the server\'s history, with x labels apart', async () => {
-    await page.waitForFunction(() => (globalThis as any).batonDashboard.chartGrants >= 5, undefined, { timeout: ms(5000) })
+    await page.waitForFunction(() => (globalThis as any).batonDashboard.chartGrants >= 5, undefined, { timeout: ms(15_000) })
     const labels = await page.evaluate(() => (globalThis as any).batonDashboard.xLabels()) as { left: number; right: number; text: string }[]
     assert.ok(labels.length >= 2, `labels: ${JSON.stringify(labels)}`)
     for (let i = 1; i < labels.length; i++) assert.ok(labels[i]!.left > labels[i - 1]!.right, `labels overlap: ${JSON.stringify(labels)}`)
@@ -157,13 +157,13 @@ describe('dashboard for operators', () => {
     assert.equal(await page.locator('#force-token').isVisible(), false, 'no admin token asked for')
     assert.equal(await page.locator('#force-open').isVisible(), true)
     await page.locator('#force-go').click()
-    await page.locator('#toast', { hasText: 'Released "ops/quiet"' }).waitFor({ timeout: ms(5000) })
-    await page.locator('#events li.forced', { hasText: 'ops/quiet' }).first().waitFor({ timeout: ms(5000) })
+    await page.locator('#toast', { hasText: 'Released "ops/quiet"' }).waitFor({ timeout: ms(15_000) })
+    await page.locator('#events li.forced', { hasText: 'ops/quiet' }).first().waitFor({ timeout: ms(15_000) })
     assert.match(await page.locator('#events li.forced').first().innerText(), /^\S+ forced ops\/quiet by open server · /)
-    await page.locator('#locks tr[data-name="ops/quiet"]').waitFor({ state: 'detached', timeout: ms(5000) })
+    await page.locator('#locks tr[data-name="ops/quiet"]').waitFor({ state: 'detached', timeout: ms(15_000) })
     // A released lock and the detail fetches after it: no 404 anywhere.
     await release(held.shift()!)
-    await page.locator('#locks tr[data-name="ops/deploy/web"] ol.waiters li.waiter').nth(1).waitFor({ state: 'detached', timeout: ms(5000) })
+    await page.locator('#locks tr[data-name="ops/deploy/web"] ol.waiters li.waiter').nth(1).waitFor({ state: 'detached', timeout: ms(15_000) })
     await new Promise((r) => setTimeout(r, ms(2500)))
     assert.deepEqual(notFound, [])
     assert.deepEqual(consoleErrors, [])
@@ -173,7 +173,7 @@ describe('dashboard for operators', () => {
 
   it('says clearly when it is disconnected and stops the countdowns', async () => {
     await server.stop()
-    await page.locator('#offline').waitFor({ timeout: ms(10_000) })
+    await page.locator('#offline').waitFor({ timeout: ms(30_000) })
     assert.match(await page.locator('#offline').innerText(), /Disconnected from the server at/)
     assert.equal(await page.evaluate(() => (globalThis as any).document.body.hasAttribute('data-offline')), true)
     const left = page.locator('#locks tr[data-name="batch/job-70"] .left')

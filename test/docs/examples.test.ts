@@ -38,9 +38,11 @@ describe('examples/python/baton_lock.py (standard library only)', () => {
     const name = `examples/python/${Math.random().toString(36).slice(2)}`
     const first = await call(server.base, 'POST', lockPath(name, '/acquire'), { ttl: '30s' }, auth)
     const ledger = join(dir, 'ledger.txt')
-    // Held for three ttls: the lease lives only if the example renews it.
-    const ttlMs = ms(600)
-    const running = runNode(example('python/baton_lock.py'), [name, String((3 * ttlMs) / 1000)], {
+    // Held for two ttls: the lease lives only if the example renews it. A
+    // ttl of seconds: renewals every third of it, which a loaded machine's
+    // stalls (forks, a busy interpreter) do not miss.
+    const ttlMs = ms(2000)
+    const running = runNode(example('python/baton_lock.py'), [name, String((2 * ttlMs) / 1000)], {
       BATON_SERVER: server.base, BATON_TOKEN: TOKEN, BATON_TTL: `${ttlMs}ms`, LEDGER: ledger,
     }, 'python3')
     await releaseWhenQueued(name, BigInt(first.body.token), first.body.leaseId)
@@ -68,8 +70,9 @@ describe('examples/curl.sh (a lock around a shell command)', () => {
   it('waits, runs the command with its fencing token while renewing, releases, passes the exit code on', async () => {
     const name = `examples/curl/${Math.random().toString(36).slice(2)} with space`
     const first = await call(server.base, 'POST', lockPath(name, '/acquire'), { ttl: '30s' }, auth)
-    const ttlMs = ms(600)
-    const seconds = (3 * ttlMs) / 1000
+    // Two ttls of seconds each: renewals (a curl every third of a ttl) keep it on a loaded machine too.
+    const ttlMs = ms(2000)
+    const seconds = (2 * ttlMs) / 1000
     const running = runNode(example('curl.sh'), [name, '--', 'sh', '-c', `echo "{\\"token\\":\\"$BATON_TOKEN\\"}"; sleep ${seconds}; exit 3`], {
       BATON_SERVER: server.base, BATON_AUTH: TOKEN, BATON_TTL: String(ttlMs),
     }, 'bash')

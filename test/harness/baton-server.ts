@@ -33,7 +33,7 @@ export async function startBatonServer(args: string[] = [], options: { restartWa
     args: (port) => [BIN, 'serve', '--port', String(port), ...flags],
     probe: async (port) => {
       if (tls) return (await httpsGet(`https://127.0.0.1:${port}/healthz`, tls)).status === 200
-      const response = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(ms(1000)) })
+      const response = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(ms(5000)) })
       return response.ok
     },
   })

@@ -1,5 +1,19 @@
 import { connect, type Baton } from '../../src/index.js'
 import { startProxy, type Proxy } from './proxy.js'
+import { ms } from './timing.js'
+
+type ConnectOptions = NonNullable<Parameters<typeof connect>[1]>
+
+/**
+ * connect() options for a client whose test is not about the library's own
+ * deadlines: the default 2 s commandTimeout is a verdict on how busy the
+ * machine is (100 parallel acquires on a loaded box can take longer), so such
+ * clients get deadlines they only reach when something is really wrong. A test
+ * about deadlines passes its own, which win.
+ */
+export function unhurried(options: ConnectOptions = {}): ConnectOptions {
+  return { connectTimeout: ms(30000), commandTimeout: ms(30000), ...options }
+}
 
 /** Clients a test file connects, all closed together in its `after`. */
 export function clientPool(): {

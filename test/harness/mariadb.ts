@@ -105,7 +105,7 @@ export async function startMariadb(options: MariadbOptions = {}): Promise<Mariad
     child.unref()
     entry.child = child
     running.add(entry)
-    const deadline = Date.now() + ms(30_000)
+    const deadline = Date.now() + ms(60_000)
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) {
         throw Object.assign(new Error(`mariadbd on port ${port} exited (${child.exitCode ?? child.signalCode}):\n${output}`), {
@@ -113,7 +113,7 @@ export async function startMariadb(options: MariadbOptions = {}): Promise<Mariad
         })
       }
       if (await answers(port)) return
-      if (Date.now() > deadline) throw new Error(`mariadbd on port ${port} not ready after ${ms(30_000)} ms:\n${output}`)
+      if (Date.now() > deadline) throw new Error(`mariadbd on port ${port} not ready after ${ms(60_000)} ms:\n${output}`)
       await sleep(50)
     }
   }

@@ -143,7 +143,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     child.unref()
     entry.child = child
     running.add(entry)
-    const deadline = Date.now() + ms(30_000)
+    const deadline = Date.now() + ms(60_000)
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) {
         throw Object.assign(new Error(`postgres on port ${port} exited (${child.exitCode ?? child.signalCode}):\n${output}`), {
@@ -151,7 +151,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
         })
       }
       if (await answers(port, password)) return
-      if (Date.now() > deadline) throw new Error(`postgres on port ${port} not ready after ${ms(30_000)} ms:\n${output}`)
+      if (Date.now() > deadline) throw new Error(`postgres on port ${port} not ready after ${ms(60_000)} ms:\n${output}`)
       await sleep(50)
     }
   }

@@ -125,7 +125,8 @@ function parseResp(buf: Buffer, pos: number): { value: RespValue; end: number } 
 export function redisCommand(
   port: number,
   args: readonly string[],
-  timeoutMs: number = ms(1000),
+  // Generous: a deadline on a reply that normally comes costs nothing.
+  timeoutMs: number = ms(10000),
 ): Promise<RespValue> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: HOST, port });
@@ -161,7 +162,7 @@ export function redisCommand(
 export function redisPipeline(
   port: number,
   commands: readonly (readonly string[])[],
-  timeoutMs: number = ms(3000),
+  timeoutMs: number = ms(10000),
 ): Promise<RespValue[]> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: HOST, port });
@@ -424,8 +425,15 @@ function signal(incarnation: Incarnation, sig: NodeJS.Signals): void {
   }
 }
 
+/**
+ * How long a server may take to answer its first probe. Generous: a server
+ * that starts costs nothing of it, and only one that never comes up waits it
+ * out (a JVM or a `baton serve` among 28 runnable processes took over 30 s).
+ */
+const READY_WITHIN_MS = ms(60000);
+
 async function waitReady(label: string, port: number, incarnation: Incarnation, probe: Probe): Promise<void> {
-  const deadline = Date.now() + ms(10000);
+  const deadline = Date.now() + READY_WITHIN_MS;
   let lastProblem = 'never answered';
   for (;;) {
     if (incarnation.exited) {
@@ -441,14 +449,14 @@ async function waitReady(label: string, port: number, incarnation: Incarnation, 
     }
     if (Date.now() >= deadline) {
       throw new Error(
-        `${label} on port ${port} not ready after ${ms(10000)}ms (${lastProblem}).\n--- output tail ---\n${incarnation.output}`,
+        `${label} on port ${port} not ready after ${READY_WITHIN_MS}ms (${lastProblem}).\n--- output tail ---\n${incarnation.output}`,
       );
     }
     await sleep(50);
   }
 }
 
-const pingProbe: Probe = async (port) => (await redisCommand(port, ['PING'], ms(1000))) === 'PONG';
+const pingProbe: Probe = async (port) => (await redisCommand(port, ['PING'], ms(5000))) === 'PONG';
 
 // ---------------------------------------------------------------------------
 // Public starters.

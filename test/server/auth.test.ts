@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import { startBatonServer, tokensFile, type BatonServer } from '../harness/baton-server.js'
 import { connect, isBatonError } from '../../src/index.js'
 import { bearer, call, lockPath } from './client.js'
+import { unhurried } from '../harness/clients.js'
 
 const ADMIN = 'admin-token-0123456789abcdef'
 const ORDERS = 'orders-lock-token-0123456789'
@@ -78,7 +79,7 @@ describe('baton serve --tokens', () => {
 
   it('the http:// store sends its token from the URL; a wrong one is UNAUTHORIZED, not a store outage', async () => {
     const url = new URL(base)
-    const client = await connect(`http://:${ORDERS}@${url.host}`)
+    const client = await connect(`http://:${ORDERS}@${url.host}`, unhurried())
     const lease = await client.mutex('orders/from-driver').acquire({ wait: '5s' })
     assert.equal((await client.inspect('orders/from-driver'))?.holders[0]?.owner, lease.owner)
     await assert.rejects(client.mutex('users/from-driver').acquire({ wait: '1s' }), (e) => isBatonError(e, 'FORBIDDEN'))

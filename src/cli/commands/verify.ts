@@ -43,7 +43,8 @@ exit status:
   0   no violation, and the store answered throughout
   1   a violation (or a worker crashed: a defect, its lines say which)
   69  no violation, but the store did not answer at times (or at all at
-      the start): what was checked held, the listed stretches were not
+      the start), or no write got through for a while after a fault (a
+      stall: liveness, not safety): what was checked held
 
 options (a bare number of seconds, or 500ms, 2m, ...):
   --workers N      worker processes, 2 to 32 (default 3)
@@ -130,6 +131,12 @@ export interface VerifyReport {
   violations: { kind: string; evidence: string; tokens: string[] }[]
   /** Stretches when the store did not answer a worker's calls (ms from the start): unavailability, not violations. */
   unavailable: { from: number; to: number; recoveredAt?: number; calls: number; workers: number[]; during: string[]; message: string }[]
+  /**
+   * Faults after which no write was accepted within the progress window. A
+   * stall is liveness, not safety: a busy machine causes it as readily as a
+   * store, so it is reported apart from the violations (exit 69, not 1).
+   */
+  stalls: { kind: string; evidence: string }[]
   /** Workers that died for a reason of their own (not our kill, not the store): defects of the client. Each was replaced. */
   workerFailures: string[]
   /** Calls that failed in a worker this run paused, during the pause or within two leases after it: the pause's doing, not the store's. */
@@ -141,7 +148,7 @@ export interface VerifyReport {
 /** The exit status of a report: a violation or a crash beats unavailability. */
 export function exitStatusOf(report: VerifyReport): number {
   if (!report.passed) return EXIT.failure
-  return report.unavailable.length > 0 ? EXIT.unavailable : EXIT.ok
+  return report.unavailable.length > 0 || report.stalls.length > 0 ? EXIT.unavailable : EXIT.ok
 }
 
 /**
@@ -305,7 +312,9 @@ async function runVerification(settings: Settings): Promise<VerifyReport> {
   // gone with the pause (etcd, ZooKeeper): its calls fail until the client
   // has made a new one, within a lease or two. That is the pause, not the store.
   const afterPauseMs = longestLeaseMs * 2 + 1000
-  const violations = findViolations(resource, { progressWindowMs, endedAt, afterPauseMs })
+  const found = findViolations(resource, { progressWindowMs, endedAt, afterPauseMs })
+  const violations = found.filter((v) => v.kind !== 'no-progress')
+  const stalls = found.filter((v) => v.kind === 'no-progress')
   const sorted = [...waits].sort((a, b) => a - b)
   const quantile = (q: number) => sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
   const holds = [...resource.holds].sort((a, b) => a.grantedAt - b.grantedAt)
@@ -335,14 +344,16 @@ async function runVerification(settings: Settings): Promise<VerifyReport> {
       from: since(o.from), to: since(o.to), ...(o.recoveredAt === undefined ? {} : { recoveredAt: since(o.recoveredAt) }),
       calls: o.calls, workers: o.workers, during: o.during, message: o.message,
     })),
+    stalls: stalls.map((stall) => ({ kind: stall.kind, evidence: describeViolation(stall, startedAt) })),
     workerFailures: failures,
     failedCallsAfterOwnPause: resource.unavailable.filter((e) => afterOwnPause(resource, e, afterPauseMs)).length,
     passed: false,
   }
   // A store that never answered is unavailability, said as such; one that
-  // answered and still let nobody write is a failure.
+  // answered and still let nobody write stalled the run: liveness, like any
+  // stall (a machine too busy to run the workers does the same).
   if (report.writesAccepted === 0 && outages.length === 0) {
-    report.violations.push({ kind: 'no-progress', evidence: 'no write was accepted at all: the workers never held the lock', tokens: [] })
+    report.stalls.push({ kind: 'no-progress', evidence: 'no write was accepted at all: the workers never held the lock' })
   }
   report.passed = report.violations.length === 0 && failures.length === 0
   return report
@@ -365,6 +376,10 @@ function formatReport(r: VerifyReport): string {
       lines.push(`  from ${s(o.from)} to ${s(o.to)}${o.recoveredAt === undefined ? ', no grant after it' : `, next grant ${s(o.recoveredAt)}`}: ` +
         `${o.calls} failed call(s) (${o.during.join(', ')}) by worker(s) ${o.workers.join(', ')}: ${o.message}`)
     }
+  }
+  if (r.stalls.length > 0) {
+    lines.push(`STALLED: ${r.stalls.length} time(s) no write got through soon after a fault (liveness, not a violation: a busy machine does this too)`)
+    for (const stall of r.stalls.slice(0, 5)) lines.push(`  ${stall.evidence}`)
   }
   if (r.failedCallsAfterOwnPause > 0) lines.push(`${r.failedCallsAfterOwnPause} call(s) failed in workers during or just after their pause: their own stall, not the store's`)
   if (r.workerFailures.length > 0) {
