@@ -3,8 +3,8 @@ import { parseDuration, type Duration } from './core/duration.js'
 import { invalidArgument } from './core/errors.js'
 import { checkOptions, describeProcess, parseClientName } from './core/options.js'
 import { newClientId } from './core/owner.js'
-import { inspectAs, parseStoreUrl } from './core/url.js'
-import { factoryFor, knownSchemes } from './drivers/registry.js'
+import { checkUrlOptions, inspectAs, parseStoreUrl } from './core/url.js'
+import { factoryFor, knownSchemes, urlOptionsOf } from './drivers/registry.js'
 
 /** How long an idle name's state (its fence counter included) is kept: see DriverOptions.fenceTtlMs. */
 const DEFAULT_FENCE_TTL = '1h'
@@ -36,6 +36,7 @@ export async function connect(url?: string | URL, options?: ConnectOptions): Pro
   if (!load) {
     throw invalidArgument(`unknown store URL scheme "${parsed.scheme}://" in ${parsed.display}; use one of ${knownSchemes().join(', ')}`)
   }
+  checkUrlOptions(parsed, urlOptionsOf(parsed.scheme))
   const clientId = newClientId()
   const factory = await load()
   const driver = await factory(parsed, {

@@ -29,6 +29,16 @@ export interface WaitEvent {
   store: string
 }
 
+/**
+ * Something a client works around but its operator should hear of (a
+ * degraded mode, not a failure): `code` to match on, `message` for people.
+ */
+export interface WarningEvent {
+  store: string
+  code: string
+  message: string
+}
+
 export const channels = {
   acquire: diagnostics_channel.channel('baton:acquire'),
   release: diagnostics_channel.channel('baton:release'),
@@ -38,4 +48,11 @@ export const channels = {
   wait: diagnostics_channel.channel('baton:wait'),
   /** A waiter gave up: timeout or abort. */
   giveUp: diagnostics_channel.channel('baton:give-up'),
+  /** A client fell back to a degraded mode it recovers from by itself (WarningEvent). */
+  warning: diagnostics_channel.channel('baton:warning'),
 } as const
+
+/** Publishes a WarningEvent; free when nobody listens. */
+export function warn(store: string, code: string, message: string): void {
+  if (channels.warning.hasSubscribers) channels.warning.publish({ store, code, message } satisfies WarningEvent)
+}

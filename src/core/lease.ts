@@ -24,11 +24,13 @@ export class Hold implements ScopedHold {
   private turnsMade: Turns | undefined
   /** Monotonic instant the store's lease surely ends (from the last confirmed grant or renewal). */
   deadline = 0
+  /** Monotonic instant from which the hold counts as lost here: `deadline` less the safety margin. */
+  private lapsesAt = 0
   ttlMs: number
   /** Made on first use of `signal`: most holds end without anyone asking for it. */
   private abortController: AbortController | undefined
   /** Called once on loss, after the signal: a multi-lock's parts (a plain callback costs far less than a signal listener). */
-  private lossListeners: ((reason: BatonError) => void)[] | undefined
+  private lossListeners: Set<(reason: BatonError) => void> | undefined
   private lossReason: BatonError | undefined
   /** A renewal in flight; release waits for it so they never cross in the store. */
   renewing: Promise<unknown> | undefined
@@ -51,14 +53,28 @@ export class Hold implements ScopedHold {
     return (this.turnsMade ??= new Turns())
   }
 
+  /** Held, by the monotonic clock now: a hold past its deadline is lost at this look, whatever its timer says. */
   get active(): boolean {
+    this.checkDeadline()
     return this.state === 'held'
   }
 
+  /**
+   * Loses the hold now if its deadline has passed. The loss timer alone is
+   * not enough: after a pause (SIGSTOP, a GC, a long synchronous step) the
+   * client's own overdue timers and I/O run before it, and must not see a
+   * lapsed hold as held. Every look at the hold's state comes through here.
+   */
+  checkDeadline(): void {
+    if (this.state === 'held' && monotonicNow() >= this.lapsesAt) expireHold(this)
+  }
+
   get signal(): AbortSignal {
+    this.checkDeadline()
     if (!this.abortController) {
       this.abortController = new AbortController()
       if (this.lossReason) this.abortController.abort(this.lossReason)
+      checkedOnRead(this.abortController.signal, () => this.checkDeadline())
     }
     return this.abortController.signal
   }
@@ -72,11 +88,12 @@ export class Hold implements ScopedHold {
   confirm(startedAt: number, ttlMs: number): void {
     if (this.state !== 'held') return
     this.deadline = startedAt + ttlMs
+    this.lapsesAt = this.deadline - safetyMarginMs(this.ttlMs)
     // Fire before the store lets go, never after it. Whole milliseconds
     // (rounded down, so still early): node keeps one timer list per distinct
     // delay, so holds of one ttl share a list instead of each adding (and on
     // release removing) its own list in the timer heap.
-    const lossIn = Math.floor(this.deadline - safetyMarginMs(this.ttlMs) - monotonicNow())
+    const lossIn = Math.floor(this.lapsesAt - monotonicNow())
     clearTimeout(this.lossTimer)
     this.lossTimer = setTimeout(expireHold, Math.max(0, lossIn), this)
     this.lossTimer.unref()
@@ -108,10 +125,20 @@ export class Hold implements ScopedHold {
     })
   }
 
-  /** Internal: `listener` is called once if the hold is lost (at once if it already is); never after a release. */
-  onLoss(listener: (reason: BatonError) => void): void {
+  /**
+   * Internal: `listener` is called once if the hold is lost (at once if it
+   * already is); never after a release, nor after the returned function
+   * removed it.
+   */
+  onLoss(listener: (reason: BatonError) => void): () => void {
+    this.checkDeadline()
     if (this.state === 'lost') listener(this.lossReason!)
-    else if (this.state === 'held') (this.lossListeners ??= []).push(listener)
+    else if (this.state === 'held') {
+      const listeners = (this.lossListeners ??= new Set())
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    }
+    return () => {}
   }
 
   /** `expired`: the lease ran out here (no confirmed renewal), as opposed to the store taking it away. */
@@ -144,6 +171,7 @@ export class Hold implements ScopedHold {
    */
   /** True if the store still had the hold. */
   async release(): Promise<boolean> {
+    this.checkDeadline()
     if (this.state === 'lost' || this.releasedInStore) return false
     this.keeper.checkOpen()
     if (this.state === 'held') {
@@ -174,7 +202,7 @@ export class Hold implements ScopedHold {
   }
 
   async extend(ttlMs: number): Promise<void> {
-    if (this.state !== 'held') throw this.notHeldError()
+    if (!this.active) throw this.notHeldError()
     this.keeper.checkOpen()
     const sentAt = monotonicNow()
     const [result] = await this.driver.extend([this.ref], ttlMs)
@@ -213,6 +241,24 @@ export class Hold implements ScopedHold {
   }
 }
 
+/**
+ * Makes reading `signal.aborted` (or `reason`, or `throwIfAborted()`) run
+ * `check` first, so a signal taken before a pause tells the truth at the
+ * first look after it (an AbortSignal has no other hook: its state changes
+ * only when something calls abort()).
+ */
+export function checkedOnRead(signal: AbortSignal, check: () => void): void {
+  Object.defineProperties(signal, {
+    aborted: { get: () => { check(); return abortedOf.call(signal) }, configurable: true },
+    reason: { get: () => { check(); return reasonOf.call(signal) }, configurable: true },
+    throwIfAborted: { value: () => { check(); throwIfAbortedOf.call(signal) }, configurable: true, writable: true },
+  })
+}
+
+const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!
+const reasonOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'reason')!.get! as () => unknown
+const throwIfAbortedOf = AbortSignal.prototype.throwIfAborted
+
 function expireHold(hold: Hold): void {
   hold.lose('its lease ran out without a confirmed renewal (raise "ttl", or use autoExtend / using())', undefined, true)
 }
@@ -250,13 +296,23 @@ export class Lease implements AsyncDisposable {
   get expiresAt(): number { return this.hold.expiresAt }
   /** Aborted, with a BatonError('LEASE_LOST'), as soon as the hold is lost. */
   get signal(): AbortSignal { return this.hold.signal }
-  /** True until released or lost. */
-  get held(): boolean { return !this.released && this.hold.state === 'held' }
+  /** True until released or lost (by the monotonic clock at the moment it is read). */
+  get held(): boolean { return !this.released && this.hold.active }
 
-  /** Internal (multi-lock): `listener` is called once if the hold is lost, with the signal's reason. */
-  onLoss(listener: (reason: BatonError) => void): void {
-    this.hold.onLoss(listener)
+  /**
+   * Internal (multi-lock): `listener` is called once if the hold is lost,
+   * with the signal's reason, until this handle is released or the returned
+   * function is called: a set re-entering a longer outer hold must leave
+   * nothing on it.
+   */
+  onLoss(listener: (reason: BatonError) => void): () => void {
+    if (this.released) return () => {}
+    const remove = this.hold.onLoss(listener)
+    ;(this.lossRemovers ??= []).push(remove)
+    return remove
   }
+
+  private lossRemovers: (() => void)[] | undefined
 
   /** Milliseconds left of the last confirmed lease, by the monotonic clock. */
   remainingMs(): number {
@@ -286,6 +342,8 @@ export class Lease implements AsyncDisposable {
       return
     }
     this.released = true
+    for (const remove of this.lossRemovers ?? []) remove()
+    this.lossRemovers = undefined
     if (this.entry) this.hold.turns.leave(this.entry)
     this.hold.count -= 1
     if (this.side === 'write') this.hold.writers -= 1

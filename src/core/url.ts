@@ -142,3 +142,50 @@ export function inspectAs(target: object, text: string): void {
   if (inspect.custom in target) return
   Object.defineProperty(target, inspect.custom, { value: () => text, enumerable: false })
 }
+
+/**
+ * Refuses a query option `known` does not list (a typo of a safety setting
+ * must never silently give a weaker lock), and one given twice (which of
+ * the two counts would be a guess). The message names the option, what the
+ * store takes, and the likely spelling of a near miss.
+ */
+export function checkUrlOptions(url: StoreUrl, known: readonly string[]): void {
+  const seen = new Set<string>()
+  for (const key of url.params.keys()) {
+    if (seen.has(key)) throw invalidArgument(`the option "${key}" is given twice in the store URL ${url.display}`)
+    seen.add(key)
+    if (known.includes(key)) continue
+    const near = nearest(key, known)
+    const takes = known.length === 0 ? 'takes no options' : `takes ${known.map((k) => `"${k}"`).join(', ')}`
+    throw invalidArgument(
+      `unknown option "${key}" in the store URL ${url.display}${near ? `; did you mean "${near}"?` : ''} (${url.scheme}:// ${takes})`,
+    )
+  }
+}
+
+/** The known option `key` most likely misspells: the same but for case, or at most 2 edits away (1 for short names). */
+function nearest(key: string, known: readonly string[]): string | undefined {
+  const lower = key.trim().toLowerCase()
+  const sameButCase = known.find((k) => k.toLowerCase() === lower)
+  if (sameButCase) return sameButCase
+  let best: string | undefined
+  let bestDistance = Infinity
+  for (const candidate of known) {
+    const distance = editDistance(lower, candidate.toLowerCase())
+    if (distance < bestDistance && distance <= (candidate.length <= 4 ? 1 : 2)) [best, bestDistance] = [candidate, distance]
+  }
+  return best
+}
+
+/** Levenshtein distance (option names are short). */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i]
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    row = next
+  }
+  return row[b.length]!
+}

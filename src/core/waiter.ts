@@ -1,4 +1,4 @@
-import type { AcquireRequest, Driver, LockSpec, Wake } from './driver.js'
+import type { AcquireRequest, AcquireResult, Driver, HolderSummary, LockSpec, Wake } from './driver.js'
 import { aborted, BatonError, invalidArgument, lockTimeout } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { safetyMarginMs } from './margin.js'
@@ -96,6 +96,11 @@ async function attempts(
    * Line refreshes keep it at most about queueTtl/3 <= ttl/3 old.
    */
   let busySentAt = started
+  /** The holder the latest answer that named one named: said when the wait ends with no fresher word. */
+  let named: HolderSummary | undefined
+  /** LOCK_TIMEOUT naming who holds the name: `holder` (the last answer's), else a last read, else `named`. */
+  const timeout = async (holder: HolderSummary | undefined, lastRead = holder ? undefined : holderNow(driver, request.name, request.owner)) =>
+    lockTimeout(request.name, waitMs === 0 ? 0 : Math.round(monotonicNow() - started), holder ?? (await lastRead) ?? named)
   for (;;) {
     const sentAt = monotonicNow()
     const lossesBefore = route.losses
@@ -110,16 +115,18 @@ async function attempts(
       // Aborted or out of time with the attempt in flight: answer now, and undo whatever
       // the attempt does in the store (a grant, a line entry) once it has landed.
       const undo = () => driver.release(waiterOf(request)).catch(() => {})
-      reply.then(undo, undo)
+      let late: AcquireResult | undefined
+      reply.then((answer) => { late = answer; return undo() }, undo)
+      if (result === STOPPED) throw stoppedError(driver, request, aborted(request.name, signal!.reason))
       // Out of time: a healthy store answers within moments, so let the attempt
       // land (bounded) and leave the line after it; the caller then sees no line
-      // entry of its own. A frozen store is not waited on past the grace.
-      if (result === PAST_DEADLINE) {
-        await landedWithin(reply, Math.min(waitMs, LATE_ATTEMPT_GRACE_MS))
-        await undo()
-      }
-      const error = result === STOPPED ? aborted(request.name, signal!.reason) : lockTimeout(request.name, Math.round(monotonicNow() - started))
-      throw stoppedError(driver, request, error)
+      // entry of its own. A frozen store is not waited on past the grace. Who
+      // holds the name is read meanwhile, in case the attempt does not say.
+      const lastRead = holderNow(driver, request.name, request.owner)
+      await landedWithin(reply, Math.min(waitMs, LATE_ATTEMPT_GRACE_MS))
+      await undo()
+      const answered = late as AcquireResult | undefined
+      throw stoppedError(driver, request, await timeout(answered?.status === 'busy' ? answered.holder : undefined, lastRead))
     }
     // Closed while the attempt was out: undo whatever it did in the store.
     if (closing.aborted) return giveUp(driver, request, closing.reason as BatonError)
@@ -131,7 +138,7 @@ async function attempts(
         // Never hand out a hold that is over; ask again while time is left.
         if (monotonicNow() >= deadline) {
           if (nullIfBusy) { await driver.release(waiterOf(request)).catch(() => {}); return null }
-          return giveUp(driver, request, lockTimeout(request.name, Math.round(monotonicNow() - started), undefined))
+          return giveUp(driver, request, await timeout(undefined))
         }
         // Give the spent hold back (nobody used it) before asking again: the
         // idempotent re-attempt would only confirm it, with what is left of
@@ -147,6 +154,7 @@ async function attempts(
     }
     if (result.status === 'conflict') throw invalidArgument(result.detail)
     busySentAt = sentAt
+    named = result.holder ?? named
     // A hand-over whose wake-up came in while this attempt was out may be
     // older than the attempt: after an event-loop stall (GC, SIGSTOP) a
     // hand-over that has meanwhile expired, and been granted to someone else,
@@ -162,7 +170,7 @@ async function attempts(
     }
     if (waitMs === 0) {
       if (nullIfBusy) return null
-      throw lockTimeout(request.name, 0, result.holder)
+      throw await timeout(result.holder)
     }
     if (!announced) {
       announced = true
@@ -176,7 +184,7 @@ async function attempts(
     const stop = stopReason(request, signal, closing)
     if (stop) return giveUp(driver, request, stop)
     const now = monotonicNow()
-    if (now >= deadline) return giveUp(driver, request, lockTimeout(request.name, Math.round(now - started), result.holder))
+    if (now >= deadline) return giveUp(driver, request, await timeout(result.holder))
     // The line entry is refreshed every queueTtl/3 or a little sooner: a jitter
     // keeps waiters that joined together from refreshing in lockstep.
     const refreshMs = (attempt.queueTtlMs / 3) * (1 - Math.random() / 5)
@@ -204,7 +212,7 @@ async function attempts(
     if (granted && !deadOnArrival(busySentAt, granted.ttlMs)) return { token: granted.token, ttlMs: granted.ttlMs, startedAt: busySentAt, handoff: true }
     // (A hand-over learnt too late to use is confirmed or refused by the next attempt.)
     const left = deadline - monotonicNow()
-    if (left <= 0) return giveUp(driver, request, lockTimeout(request.name, Math.round(waitMs - left), result.holder))
+    if (left <= 0) return giveUp(driver, request, await timeout(result.holder))
     attempt.retry = true
     attempt.queueTtlMs = Math.max(1, Math.min(request.ttlMs, left + 50))
   }
@@ -213,6 +221,16 @@ async function attempts(
 const PAST_DEADLINE = Symbol('past deadline')
 /** How long an attempt still in flight at the deadline may take to land before the wait gives up on it. */
 const LATE_ATTEMPT_GRACE_MS = 1000
+
+/**
+ * Who (other than `owner`) holds `name` now, by one read of the store;
+ * undefined if nobody, or if the store does not answer within the client's
+ * command timeout (its own bound on every command, so a busy machine's slow
+ * answer still counts and a frozen store's is not waited for without end).
+ */
+function holderNow(driver: Driver, name: string, owner: string): Promise<HolderSummary | undefined> {
+  return driver.inspect(name).then((info) => info?.holders.find((h) => h.owner !== owner), () => undefined)
+}
 
 /** Resolves once `work` settled, or after `ms`, whichever is first. */
 async function landedWithin(work: Promise<unknown>, ms: number): Promise<void> {

@@ -56,8 +56,10 @@ export class Watchdog {
     this.timer = undefined
     this.timerAt = Infinity
     const now = monotonicNow()
-    // Renew a little early rather than waking again a few ms later.
-    const due = [...this.holds].filter((h) => !h.renewing && this.dueAt(h) - now <= h.ttlMs / 12)
+    // Renew a little early rather than waking again a few ms later. A hold
+    // past its deadline (this tick ran late: a pause) is lost, not renewed:
+    // the store may have let it go and granted the name meanwhile.
+    const due = [...this.holds].filter((h) => !h.renewing && this.dueAt(h) - now <= h.ttlMs / 12 && h.active)
     const byTtl = new Map<number, Hold[]>()
     for (const hold of due) {
       const group = byTtl.get(hold.ttlMs) ?? []

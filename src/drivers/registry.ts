@@ -8,34 +8,52 @@ interface Store {
    * baton (package.json), installed by the application that uses the store.
    */
   clients: readonly string[]
+  /**
+   * The query options its URLs take (`?prefix=…`): connect() refuses any
+   * other, so a misspelt safety setting never silently gives a weaker lock.
+   */
+  options: readonly string[]
 }
 
-const REDIS: Store = { load: async () => (await import('./redis/index.js')).createRedisDriver, clients: ['ioredis'] }
-const POSTGRES: Store = { load: async () => (await import('./postgres/index.js')).createPostgresDriver, clients: ['pg'] }
-const ETCD: Store = { load: async () => (await import('./etcd/index.js')).createEtcdDriver, clients: ['etcd3', 'cockatiel'] }
-const HTTP: Store = { load: async () => (await import('./http/index.js')).createHttpDriver, clients: [] }
+const REDIS: Store = { load: async () => (await import('./redis/index.js')).createRedisDriver, clients: ['ioredis'], options: ['prefix', 'fenceTtl'] }
+const POSTGRES: Store = {
+  load: async () => (await import('./postgres/index.js')).createPostgresDriver,
+  clients: ['pg'],
+  options: ['schema', 'sslmode', 'sslrootcert', 'host', 'port', 'poolSize', 'fenceTtl'],
+}
+const ETCD: Store = { load: async () => (await import('./etcd/index.js')).createEtcdDriver, clients: ['etcd3', 'cockatiel'], options: ['prefix', 'fenceTtl'] }
+const HTTP: Store = { load: async () => (await import('./http/index.js')).createHttpDriver, clients: [], options: ['session'] }
+/** The same store over TLS: its options and `ca` (a private CA's file). */
+const withCa = (store: Store): Store => ({ ...store, options: [...store.options, 'ca'] })
 
 /**
  * URL scheme → driver, loaded on first use so an application never loads
  * (nor needs to install) a client library for a store it does not use.
  */
 const STORES: Record<string, Store> = {
-  'memory': { load: async () => (await import('./memory/index.js')).createMemoryDriver, clients: [] },
+  'memory': { load: async () => (await import('./memory/index.js')).createMemoryDriver, clients: [], options: ['fenceTtl'] },
   'redis': REDIS,
-  'rediss': REDIS,
+  'rediss': withCa(REDIS),
   'redis+sentinel': REDIS,
   'redis+cluster': REDIS,
   'postgres': POSTGRES,
   'postgresql': POSTGRES,
   'etcd': ETCD,
-  'etcds': ETCD,
-  'zk': { load: async () => (await import('./zookeeper/index.js')).createZkDriver, clients: ['node-zookeeper-client'] },
+  'etcds': withCa(ETCD),
+  'zk': { load: async () => (await import('./zookeeper/index.js')).createZkDriver, clients: ['node-zookeeper-client'], options: ['fenceTtl'] },
   'http': HTTP,
   'https': HTTP,
-  'redlock': { load: async () => (await import('./redlock/index.js')).createRedlockDriver, clients: ['ioredis'] },
+  'redlock': {
+    load: async () => (await import('./redlock/index.js')).createRedlockDriver,
+    clients: ['ioredis'],
+    options: ['timeout', 'driftFactor', 'drift', 'maxTtl', 'prefix', 'fenceTtl'],
+  },
 }
 
 export const knownSchemes = (): string[] => Object.keys(STORES).map((s) => `${s}://`)
+
+/** The query options `scheme`'s URLs take (empty for an unknown scheme). */
+export const urlOptionsOf = (scheme: string): readonly string[] => (Object.hasOwn(STORES, scheme) ? STORES[scheme]!.options : [])
 
 /**
  * The package a failed import could not find, from Node's ES module loader

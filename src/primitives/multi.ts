@@ -1,7 +1,7 @@
 import { monotonicNow } from '../core/clock.js'
 import { BatonError, invalidArgument } from '../core/errors.js'
 import type { Duration } from '../core/duration.js'
-import type { Lease } from '../core/lease.js'
+import { checkedOnRead, type Lease } from '../core/lease.js'
 import { compareNames } from '../core/list.js'
 import { checkOptions, parseSignal, parseWait } from '../core/options.js'
 import type { LockHandle } from './lock.js'
@@ -93,6 +93,8 @@ export class MultiLock {
     signal?: AbortSignal,
   ): Promise<MultiLease> {
     const leases: Lease[] = []
+    /** The callbacks below serve only while the set is being taken: a part that re-enters an outer hold must not keep them. */
+    const whileTaking: (() => void)[] = []
     let stop: AbortController | undefined
     let loss: unknown
     const onAbort = () => stop!.abort(signal!.reason)
@@ -105,10 +107,10 @@ export class MultiLock {
           if (signal?.aborted) stop.abort(signal.reason)
           else signal?.addEventListener('abort', onAbort, { once: true })
         }
-        lease.onLoss((reason) => {
+        whileTaking.push(lease.onLoss((reason) => {
           loss ??= reason
           stop?.abort(reason)
-        })
+        }))
       }
       // A part lost while later ones were awaited (forced release, store fault): all or none.
       if (loss !== undefined) throw loss
@@ -118,6 +120,7 @@ export class MultiLock {
       throw loss ?? error
     } finally {
       signal?.removeEventListener('abort', onAbort)
+      for (const remove of whileTaking) remove()
     }
     return new MultiLease(leases)
   }
@@ -161,20 +164,24 @@ export class MultiLease implements AsyncDisposable {
 
   /** Aborts when ANY part is lost (its reason is that part's); the other parts are then released. */
   get signal(): AbortSignal {
+    this.checkParts()
     if (!this.controller) {
       this.controller = new AbortController()
       if (this.lossReason !== undefined) this.controller.abort(this.lossReason)
+      checkedOnRead(this.controller.signal, () => this.checkParts())
     }
     return this.controller.signal
   }
 
-  /** True while every part is held. */
+  /** True while every part is held (by the monotonic clock at the moment it is read). */
   get held(): boolean {
-    return this.lossReason === undefined && this.leases.every((lease) => lease.held)
+    this.checkParts()
+    return this.lossReason === undefined && !this.released && this.leases.every((lease) => lease.held)
   }
 
   /** Renews every part now, together. */
   async extend(ttl?: Duration): Promise<void> {
+    this.checkParts()
     if (this.lossReason !== undefined) throw this.lossReason
     await Promise.all(this.leases.map((lease) => lease.extend(ttl)))
   }
@@ -188,6 +195,12 @@ export class MultiLease implements AsyncDisposable {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.release()
+  }
+
+  /** Looks at every part, so one past its deadline is lost (and this set with it) before anyone reads the set's state. */
+  private checkParts(): void {
+    if (this.lossReason !== undefined || this.released) return
+    for (const lease of this.leases) if (!lease.held) break
   }
 
   private lose(reason: unknown): void {

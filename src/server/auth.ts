@@ -64,9 +64,22 @@ export interface Access {
   readonly name?: string
   /** Who counts against per-token quotas: the token's entry ('open' on an open server). */
   readonly tenant: string
+  /** Whether the token has `right` on some name at least. */
+  hasRight(right: Right): boolean
+  /**
+   * The token itself, as its SHA-256 (undefined on an open server): what a
+   * session is bound to, compared with sameToken (constant time).
+   */
+  readonly identity?: Buffer
 }
 
-export const OPEN: Access = { allows: () => true, coversPrefix: () => true, scopes: () => undefined, everyName: true, tenant: 'open' }
+export const OPEN: Access = { allows: () => true, coversPrefix: () => true, scopes: () => undefined, everyName: true, tenant: 'open', hasRight: () => true }
+
+/** Whether `access` is the token `identity` stands for (undefined: a server without tokens, where anyone is). Constant time. */
+export function sameToken(access: Access, identity: Buffer | undefined): boolean {
+  if (identity === undefined) return true
+  return access.identity !== undefined && access.identity.length === identity.length && timingSafeEqual(access.identity, identity)
+}
 
 /**
  * Bearer tokens from `--tokens FILE`: a JSON array of
@@ -115,6 +128,8 @@ export class TokenAuth {
       scopes: (prefix) => (prefixes ? scopesOf(prefixes, prefix) : undefined),
       everyName: !prefixes,
       tenant: grant.tenant,
+      hasRight: (right) => grant.rights.has(right),
+      identity: grant.hash,
       ...(grant.name !== undefined ? { name: grant.name } : {}),
     }
   }

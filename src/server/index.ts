@@ -21,6 +21,8 @@ import { RequestWindow } from './request-window.js'
 import { sessionRoutes } from './session-routes.js'
 import { SessionTable } from './sessions.js'
 import { slashNames } from './slash-names.js'
+import { CertificateReloader, readTls, type TlsFiles } from './tls.js'
+import type { Server as HttpsServer } from 'node:https'
 import { DEFAULT_POLL_MAX_MS } from './waits.js'
 
 /** The `wait` of an acquire body, 0 when absent or not valid (the route then says why). */
@@ -56,8 +58,8 @@ export interface LockServerOptions {
   restartWaitMs?: number
   /** The store is this server's own (the embedded memory store): no other client can end its leases. */
   privateStore?: boolean
-  /** Per-token quotas (default DEFAULT_TENANT_QUOTAS). */
-  quotas?: TenantQuotas
+  /** Per-token quotas (each one not given: DEFAULT_TENANT_QUOTAS). */
+  quotas?: Partial<TenantQuotas>
   /** Bytes an event stream may fall behind before it is ended (default 1 MiB). */
   eventBufferBytes?: number
   /** Events kept for Last-Event-ID resume (default DEFAULT_EVENT_RING). */
@@ -75,6 +77,10 @@ export interface LockServerOptions {
   bodyLimit?: number
   /** Longest plain JSON long-poll, answered 202 "still waiting" after it (default 50 s); NDJSON heartbeats every third of it. */
   pollMaxMs?: number
+  /** HTTPS with these files (client certificates required when `ca` is given), reloaded on change and by reloadTls(). */
+  tls?: TlsFiles
+  /** Where certificate reloads on file change are told (default: stdout). */
+  log?: (line: string) => void
 }
 
 export interface LockServer {
@@ -83,6 +89,8 @@ export interface LockServer {
   listen(host: string, port: number): Promise<string>
   /** Graceful: stop accepting, answer waiting acquires 503, end event streams; held leases run to their ttl. */
   close(): Promise<void>
+  /** Reads the TLS files again for new connections (SIGHUP); throws, keeping the old ones, when they are not usable. Undefined without TLS. */
+  readonly reloadTls: (() => void) | undefined
 }
 
 /**
@@ -92,11 +100,13 @@ export interface LockServer {
  */
 export async function createLockServer(options: LockServerOptions): Promise<LockServer> {
   const { baton } = options
+  // First: unusable certificate files are refused before anything is set up.
+  const tls = options.tls && readTls(options.tls)
   baton.keeper.secretOwners = true
   const hub = new EventHub(baton.store, options.eventRing ?? DEFAULT_EVENT_RING)
   const desk = new LeaseDesk(baton.driver, hub, baton.keeper.clientId, !options.privateStore)
   const limits = new WaitLimits(options.waitCaps ?? DEFAULT_WAIT_CAPS)
-  const quotas = new Quotas(options.quotas ?? DEFAULT_TENANT_QUOTAS)
+  const quotas = new Quotas({ ...DEFAULT_TENANT_QUOTAS, ...options.quotas })
   hub.ends((owner) => quotas.ended(owner))
   const streams = new Set<{ end(): void; buffered?(): number }>()
   const metrics = new Metrics(hub, {
@@ -119,7 +129,10 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
     pollMaxMs: options.pollMaxMs ?? DEFAULT_POLL_MAX_MS,
   }
 
+  const timeouts = { headersTimeout: options.headersTimeoutMs ?? 10_000, connectionsCheckingInterval: options.timeoutCheckMs ?? 1000 }
   const app = Fastify({
+    // With TLS, fastify hands these options to https.createServer alone: the timeouts go there too.
+    ...(tls ? { https: { ...tls, ...timeouts } } : {}),
     logger: false, // a request log could carry bearer tokens and lease ids
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     // Lease ids and percent-encoded 256-byte names are longer than find-my-way's default of 100.
@@ -130,7 +143,7 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
     // Slow clients can not hold connections by sending their request slowly; the
     // answer itself has no deadline (a long-poll or an event stream may last).
     requestTimeout: options.requestTimeoutMs ?? 30_000,
-    http: { headersTimeout: options.headersTimeoutMs ?? 10_000, connectionsCheckingInterval: options.timeoutCheckMs ?? 1000 },
+    http: timeouts,
     rewriteUrl: slashNames,
     forceCloseConnections: 'idle',
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
@@ -243,19 +256,23 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
   opsRoutes(app, ctx)
   app.get('/openapi.json', { schema: { hide: true }, config: { open: true } }, async () => app.swagger())
   await app.ready()
+  const certificates = options.tls && new CertificateReloader(options.tls, app.server as unknown as HttpsServer, options.log ?? console.log)
+  const scheme = options.tls ? 'https' : 'http'
 
   return {
     app,
+    reloadTls: certificates ? () => certificates.reload() : undefined,
     async listen(host, port) {
       guard = requestGuard(host, options.origins)
       const first = await app.listen({ host, port })
       // Fastify answers its first address (127.0.0.1 for 0.0.0.0): say what was bound instead.
       const bound = app.server.address()
       if (!bound || typeof bound === 'string') return first
-      return `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`
+      return `${scheme}://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`
     },
     async close() {
       ctx.shuttingDown = true
+      certificates?.close()
       for (const controller of ctx.waiting) controller.abort(new Error('the server is shutting down'))
       for (const stream of ctx.streams) stream.end()
       await app.close()

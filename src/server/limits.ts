@@ -89,13 +89,22 @@ export interface TenantQuotas {
   readonly streams: number
   /** Leases granted through this server and not yet released, expired or lost. */
   readonly holds: number
+  /** Client sessions open on this server (until ended, or idle for their ttl with every lease over). */
+  readonly sessions: number
 }
 
-/** A quarter of the server's waiters, so no one token can fill the line for everyone. */
-export const DEFAULT_TENANT_QUOTAS: TenantQuotas = { waiters: DEFAULT_WAIT_CAPS.total / 4, streams: 256, holds: 100_000 }
+/**
+ * Waiters: a quarter of the server's, so no one token can fill the line for
+ * everyone. Sessions: an http:// client process opens one (and a new one
+ * after a server restart, while the old one lingers for its ttl), so 1,024
+ * is four times the event streams a token's holding clients keep open (one
+ * each), and a hundred tokens at their quota still fit under the server's
+ * MAX_SESSIONS (src/server/sessions.ts).
+ */
+export const DEFAULT_TENANT_QUOTAS: TenantQuotas = { waiters: DEFAULT_WAIT_CAPS.total / 4, streams: 256, holds: 100_000, sessions: 1024 }
 
 type QuotaKind = keyof TenantQuotas
-const WHAT: Record<QuotaKind, string> = { waiters: 'waiting acquires', streams: 'open event streams', holds: 'held leases' }
+const WHAT: Record<QuotaKind, string> = { waiters: 'waiting acquires', streams: 'open event streams', holds: 'held leases', sessions: 'open sessions' }
 
 /**
  * Per-token quotas: over one, 429 with a Retry-After, for that token only.
@@ -160,7 +169,7 @@ export class Quotas {
 
   private of(tenant: string): Record<QuotaKind, number> {
     let used = this.used.get(tenant)
-    if (!used) this.used.set(tenant, (used = { waiters: 0, streams: 0, holds: 0 }))
+    if (!used) this.used.set(tenant, (used = { waiters: 0, streams: 0, holds: 0, sessions: 0 }))
     return used
   }
 
@@ -168,6 +177,6 @@ export class Quotas {
     const used = this.used.get(tenant)
     if (!used) return
     used[kind] -= 1
-    if (used.waiters === 0 && used.streams === 0 && used.holds === 0) this.used.delete(tenant)
+    if (used.waiters === 0 && used.streams === 0 && used.holds === 0 && used.sessions === 0) this.used.delete(tenant)
   }
 }

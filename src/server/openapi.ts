@@ -43,7 +43,7 @@ const STATUS_TEXT: Record<string, string> = {
   413: 'the request body is too large (INVALID_ARGUMENT)',
   414: 'a path parameter is longer than the server reads (INVALID_ARGUMENT)',
   415: 'the body is not application/json (INVALID_ARGUMENT)',
-  429: 'too many waiting requests on this server (TOO_MANY_WAITERS); retry after Retry-After',
+  429: 'too many waiting requests or sessions on this server (TOO_MANY_WAITERS), or the token used up its quota (QUOTA_EXCEEDED); retry after Retry-After',
   503: 'the store did not answer, or the server is shutting down (BACKEND_UNAVAILABLE, QUORUM_NOT_REACHED, CLOSED, ABORTED); retry after Retry-After',
 }
 

@@ -50,7 +50,7 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const spec = specOf(name, body)
     const ttlMs = body.ttl === undefined ? DEFAULT_TTL_MS : baton.ttl(body.ttl)
     const waitMs = body.wait === undefined ? 0 : parseWait(body.wait, 0)
-    const session = body.session === undefined ? undefined : ctx.sessions.demand(body.session)
+    const session = body.session === undefined ? undefined : ctx.sessions.demand(body.session, accessOf(request))
     const resumed = waitMs > 0 && body.waitId !== undefined ? ctx.waits.get(body.waitId) : undefined
     if (resumed && (resumed.name !== name || resumed.requestId !== body.requestId)) {
       throw new HttpError('INVALID_ARGUMENT', 'this waitId is already in use; choose a new random one per request')
@@ -158,7 +158,7 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     refuseIfClosing(ctx)
     const access = accessOf(request)
     // An unknown session (ended, or another server's) is no error: the renewal stands, the answer says the leases did not join it.
-    const session = request.body.session === undefined ? undefined : ctx.sessions.find(request.body.session)
+    const session = request.body.session === undefined ? undefined : ctx.sessions.find(request.body.session, access)
     let joined = session !== undefined
     const ttl = request.body.ttl === undefined ? undefined : baton.ttl(request.body.ttl)
     const results: { leaseId: string; status: 'extended' | 'lost' | 'forbidden'; expiresAt?: number; ttlMs?: number }[] =

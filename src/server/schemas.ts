@@ -419,7 +419,7 @@ export const sessionSchemas = operations({
     summary: 'Open a session: leases acquired with its id are renewed together by one keepalive',
     tags: ['sessions'],
     body: { type: 'object', additionalProperties: false, properties: { ttl: { ...duration, description: "idle time before the session ends (default '60s', at most '1h')" } } },
-    response: { 201: sessionView, ...errors(400, 401, 429, 503) },
+    response: { 201: sessionView, ...errors(400, 401, 403, 429, 503) },
   },
   keepalive: {
     operationId: 'keepaliveSession',

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { HoldRef } from '../core/driver.js'
+import { sameToken, type Access } from './auth.js'
 import { HttpError } from './http-errors.js'
 import type { LeaseDesk } from './leases.js'
 import { ownerDigest } from './lease-id.js'
@@ -39,12 +40,20 @@ export interface KeepaliveAnswer {
   expiresAt: number
 }
 
+/** Who opened a session: only that token may act on it, and it counts against that token's quota. */
+export interface SessionOpener {
+  /** The opening token's identity (Access.identity); undefined on a server without tokens. */
+  readonly identity: Buffer | undefined
+  /** Gives the session back to its token's quota (called once, when the session is over). */
+  readonly leave: () => void
+}
+
 class Session {
   touchedAt = Date.now()
   readonly leases = new Map<string, SessionLease>()
   readonly waits = new Set<SessionWait>()
   renewing: Promise<KeepaliveAnswer> | undefined
-  constructor(readonly id: string, readonly ttlMs: number) {}
+  constructor(readonly id: string, readonly ttlMs: number, readonly opener: SessionOpener) {}
 
   /** Idle for its ttl, waiting for nothing, and every lease surely over: nothing left to keep. */
   spent(now: number): boolean {
@@ -83,11 +92,12 @@ export class SessionTable {
     return this.sessions.size
   }
 
-  create(ttlMs: number): { sessionId: string; ttlMs: number; expiresAt: number } {
+  create(ttlMs: number, opener: SessionOpener): { sessionId: string; ttlMs: number; expiresAt: number } {
     if (this.sessions.size >= MAX_SESSIONS) {
+      opener.leave()
       throw new HttpError('TOO_MANY_WAITERS', `this server already keeps ${MAX_SESSIONS} sessions; retry later or on another server`, 1, 429)
     }
-    const session = new Session(randomBytes(18).toString('base64url'), ttlMs)
+    const session = new Session(randomBytes(18).toString('base64url'), ttlMs, opener)
     this.sessions.set(session.id, session)
     if (!this.sweeper) {
       this.sweeper = setInterval(() => this.sweep(), SWEEP_MS)
@@ -96,14 +106,20 @@ export class SessionTable {
     return { sessionId: session.id, ttlMs, expiresAt: session.touchedAt + ttlMs }
   }
 
-  find(id: string): Session | undefined {
-    return this.sessions.get(id)
+  /**
+   * The session, if `access` is the token that opened it. Another token
+   * (read-only, another prefix's, another tenant's) is told exactly what an
+   * unknown id gets: it learns nothing, not even that the id exists.
+   */
+  find(id: string, access: Access): Session | undefined {
+    const session = this.sessions.get(id)
+    return session && sameToken(access, session.opener.identity) ? session : undefined
   }
 
-  /** The session, or 404 (never made here, or over). */
-  demand(id: string): Session {
-    const session = this.sessions.get(id)
-    if (!session) throw new HttpError('NOT_FOUND', 'no such session on this server (it ended, or another server made it); open a new one')
+  /** The session, or 404 (never made here, over, or opened by another token). */
+  demand(id: string, access: Access): Session {
+    const session = this.find(id, access)
+    if (!session) throw new HttpError('NOT_FOUND', 'no such session on this server for this token (it ended, another server or token opened it); open a new one')
     return session
   }
 
@@ -215,6 +231,7 @@ export class SessionTable {
   }
 
   private drop(session: Session): void {
+    if (this.sessions.get(session.id) === session) session.opener.leave()
     this.sessions.delete(session.id)
     for (const owner of session.leases.keys()) if (this.byOwner.get(owner) === session) this.byOwner.delete(owner)
     if (this.sessions.size === 0) this.close()

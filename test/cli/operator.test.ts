@@ -254,14 +254,17 @@ describe('baton serve start-up', () => {
   it('shows the address as bound, a usable one, and a curl line that carries the token', async () => {
     const tokens = join(scratch, 'tokens.json')
     writeFileSync(tokens, JSON.stringify([{ token: 'a'.repeat(24), rights: ['admin'] }]))
-    const server = startBaton(['serve', '--host', '0.0.0.0', '--port', '0', '--tokens', tokens], { BATON_URL: undefined })
+    // --insecure: plain HTTP with tokens off loopback is refused without it (test/server/tls.test.ts).
+    const server = startBaton(['serve', '--host', '0.0.0.0', '--port', '0', '--tokens', tokens, '--insecure'], { BATON_URL: undefined })
     let output: string
+    let stderr: string
     try {
       await server.waitForOutput('try:')
     } finally {
       server.process.kill('SIGTERM')
-      output = (await server.finished).stdout
+      ;({ stdout: output, stderr } = await server.finished)
     }
+    assert.match(stderr, /WARNING: --insecure: plain HTTP on 0\.0\.0\.0: bearer tokens, lease ids and session ids cross the network in clear/)
     {
       const [listening, tryLine] = output.split('\n')
       assert.match(listening!, /listening on http:\/\/0\.0\.0\.0:\d+ \(every interface; from elsewhere: http:\/\/\S+:\d+\)/)

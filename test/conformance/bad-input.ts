@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { connect, isBatonError } from '../../src/index.js'
 import type { SuiteContext } from './context.js'
+import { urlOptionsOf } from '../../src/drivers/registry.js'
 
 const invalid = (e: unknown): boolean => isBatonError(e, 'INVALID_ARGUMENT') && e.retryable === false && e.message.length > 20
 
@@ -68,6 +69,37 @@ export function badInput(ctx: SuiteContext): void {
       }
       await assert.rejects(connect('memory://', { connectTimeout: 'forever' } as never), invalid)
       await assert.rejects(connect('memory://', { colour: 'blue' } as never), invalid)
+    })
+
+    it('unknown and misspelled store URL options get INVALID_ARGUMENT naming them and the options the store knows', async () => {
+      const url = ctx.harness.url
+      const scheme = url.slice(0, url.indexOf('://'))
+      const known = urlOptionsOf(scheme)
+      const withOption = (option: string) => `${url}${url.includes('?') ? '&' : '?'}${option}`
+      const refusal = async (option: string) => {
+        const error = await connect(withOption(option)).then(async (client) => {
+          await client.close() // taken where it should have been refused: leave nothing open
+          return client
+        }, (e: unknown) => e)
+        assert.ok(invalid(error), `${option}: ${String(error)}`)
+        ctx.assertClean('the refusal', error)
+        return (error as Error).message
+      }
+      for (const option of ['bogus=1', 'x=1', 'fencettl=2s', 'FENCETTL=1h', 'prefix%20=a']) {
+        const message = await refusal(option)
+        const name = decodeURIComponent(option.slice(0, option.indexOf('=')))
+        assert.ok(message.includes(`"${name}"`), `the message names "${name}": ${message}`)
+        for (const one of known) assert.ok(message.includes(one), `the message lists "${one}" (known to ${scheme}://): ${message}`)
+      }
+      // A near miss of each option this store knows is named with the right spelling.
+      for (const one of known) {
+        const typo = one.length > 3 ? one.slice(0, -2) + one.slice(-1) : `${one}s`
+        assert.match(await refusal(`${typo}=1`), new RegExp(`did you mean "${one}"`), `${typo} for ${one}`)
+        if (one.toLowerCase() !== one) assert.match(await refusal(`${one.toLowerCase()}=1`), new RegExp(`did you mean "${one}"`))
+      }
+      assert.match(await refusal('bogus=1&bogus=2'), /bogus/)
+      // A known option is still taken.
+      if (known.includes('fenceTtl')) await (await connect(withOption('fenceTtl=2h'))).close()
     })
 
     it('a name used as another kind, or with another permit count, is refused while in use', async (t) => {

@@ -137,6 +137,12 @@ export type WorkerTask =
   | { task: 'permits'; name: string; file: string; iterations: number; permits: number; ttl: number }
   /** Campaigns in an election; prints "leader <token>", then "lost <code>" when its signal aborts. */
   | { task: 'campaign'; name: string; ttl: number; value: string }
+  /**
+   * For each of "sync", "immediate", "timer": holds `name/<look>` (mutex), its election and a
+   * multi set (lapse.ts); then stops itself (prints "stopping"); once continued prints
+   * "look <look> <json>": what those holds' held / signal say at that first look.
+   */
+  | { task: 'freeze'; name: string; ttl: number }
 
 export class Worker {
   private readonly seen: string[] = []

@@ -6,7 +6,7 @@ import { connect } from '../../src/index.js'
 import { ms } from '../harness/timing.js'
 import type { SuiteContext } from './context.js'
 
-const CHANNELS = ['baton:acquire', 'baton:release', 'baton:extend', 'baton:lost', 'baton:wait', 'baton:give-up', 'baton:redlock-node']
+const CHANNELS = ['baton:acquire', 'baton:release', 'baton:extend', 'baton:lost', 'baton:wait', 'baton:give-up', 'baton:warning', 'baton:redlock-node']
 
 /**
  * No credential in any message, cause, event or inspect output (issue 15,

@@ -19,6 +19,7 @@ import { credentials } from './credentials.js'
 import { describing } from './describe.js'
 import { multiLock } from './multi.js'
 import { election } from './election.js'
+import { pausedHolders } from './paused.js'
 
 export type { StoreHarness, MakeStore, FaultSupport, FaultCase } from './context.js'
 
@@ -50,6 +51,7 @@ export function runConformance(storeName: string, makeStore: MakeStore): void {
     waiting(ctx)
     reentrancy(ctx)
     loss(ctx)
+    pausedHolders(ctx)
     lockDelay(ctx)
     crashes(ctx)
     fair(ctx)

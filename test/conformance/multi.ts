@@ -220,6 +220,26 @@ export function multiLock(ctx: SuiteContext): void {
       await one.release()
     })
 
+    it('sets re-entering an outer hold leave nothing on it once released', async () => {
+      const baton = await ctx.client()
+      const [outerName, other] = [ctx.name('multi-outer'), ctx.name('multi-inner')]
+      const outer = await baton.mutex(outerName, { ttl: '30s' }).acquire()
+      // The outer hold's loss callbacks (internal): each set used to add two for as long as the hold lived.
+      const callbacks = () => (outer as unknown as { hold: { lossListeners?: { size?: number; length?: number } } }).hold.lossListeners
+      const count = () => { const list = callbacks(); return list?.size ?? list?.length ?? 0 }
+      const before = count()
+      await outer.run(async () => {
+        for (let i = 0; i < 50; i++) {
+          const set = await baton.multi([outerName, other]).acquire()
+          await set.release()
+        }
+        await baton.multi([outerName, other]).using(() => {})
+      })
+      assert.equal(count(), before, 'callbacks left on the outer hold by released sets')
+      assert.equal(outer.held, true)
+      await outer.release()
+    })
+
     it('refuses bad input with INVALID_ARGUMENT', async () => {
       const baton = await ctx.client()
       const invalid = (e: unknown) => isBatonError(e, 'INVALID_ARGUMENT')

@@ -36,16 +36,31 @@ function holdReplies(client: Baton): { sent: Promise<void>; open: () => void } {
 
 export function waiting(ctx: SuiteContext): void {
   describe('waiting', () => {
-    it('gives LOCK_TIMEOUT, naming the holder, when wait runs out', async () => {
+    it('gives LOCK_TIMEOUT, naming the holder every time, when wait runs out', async () => {
       const [a, b] = [await ctx.client(), await ctx.client()]
-      const name = ctx.name('wait-timeout')
+      // Several waits side by side, short and long (the holder must be named
+      // however the wait ended: between attempts, with one in flight, after line refreshes).
+      await Promise.all([150, 700, 1500, 1500, 1500, 1500].map(async (wait, i) => {
+        const name = ctx.name(`wait-timeout-${i}`)
+        const holder = await a.mutex(name).acquire()
+        const error = await b.mutex(name).acquire({ wait: ms(wait) }).catch((e: unknown) => e)
+        assert.ok(isBatonError(error, 'LOCK_TIMEOUT'), String(error))
+        assert.equal(error.retryable, true)
+        assert.match(error.message, /"wait"/)
+        assert.equal(error.holder?.owner, holder.owner, `wait ${wait} ms: LOCK_TIMEOUT names the holder`)
+        assert.match(error.message, new RegExp(`held by ${holder.owner}`))
+        assert.deepEqual((await b.inspect(name))?.waiters, [], 'a waiter that gave up leaves the line')
+        await holder.release()
+      }))
+      // The wait ends with its attempt still out (a slow store): the holder is named all the same.
+      const slow = await ctx.client()
+      const name = ctx.name('wait-timeout-slow')
       const holder = await a.mutex(name).acquire()
-      const error = await b.mutex(name).acquire({ wait: ms(150) }).catch((e: unknown) => e)
+      const replies = holdReplies(slow)
+      const error = await slow.mutex(name).acquire({ wait: ms(300) }).catch((e: unknown) => e)
+      replies.open()
       assert.ok(isBatonError(error, 'LOCK_TIMEOUT'), String(error))
-      assert.equal(error.retryable, true)
-      assert.match(error.message, /"wait"/)
-      if (error.holder) assert.equal(error.holder.owner, holder.owner)
-      assert.deepEqual((await b.inspect(name))?.waiters, [], 'a waiter that gave up leaves the line')
+      assert.equal(error.holder?.owner, holder.owner, 'LOCK_TIMEOUT with an attempt in flight names the holder')
       await holder.release()
     })
 

@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline'
 import diagnostics_channel from 'node:diagnostics_channel'
 import { connect } from '../../src/index.js'
 import type { WorkerTask } from './context.js'
+import { holdAll, LOOKS } from './lapse.js'
 
 const task = JSON.parse(process.argv[2]!) as WorkerTask & { url: string }
 const baton = await connect(task.url)
@@ -73,6 +74,21 @@ switch (task.task) {
     const leadership = await baton.election(task.name, { ttl: task.ttl }).campaign({ value: task.value })
     leadership.signal.addEventListener('abort', () => console.log(`lost ${(leadership.signal.reason as { code?: string }).code}`))
     console.log(`leader ${leadership.token}`)
+    await new Promise(() => {}) // until killed
+    break
+  }
+  case 'freeze': {
+    // Holds of its own for each look; then the worker stops itself (SIGSTOP:
+    // nothing of it runs after "stopping" until the parent's SIGCONT), with a
+    // timer and an immediate already due. The sync look is the first code
+    // after the stop; the timer falls due before any of the client's own.
+    const holds = Object.fromEntries(await Promise.all(LOOKS.map(async (when) => [when, await holdAll(baton, `${task.name}/${when}`, task.ttl)] as const)))
+    const look = (when: (typeof LOOKS)[number]) => console.log(`look ${when} ${JSON.stringify(holds[when]!.look())}`)
+    setTimeout(() => look('timer'), 1)
+    setImmediate(() => look('immediate'))
+    console.log('stopping')
+    process.kill(process.pid, 'SIGSTOP')
+    look('sync')
     await new Promise(() => {}) // until killed
     break
   }

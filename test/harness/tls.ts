@@ -1,6 +1,6 @@
 /** A throwaway certificate authority and a server certificate for 127.0.0.1, made with openssl. */
 import { execFile } from 'node:child_process'
-import { mkdtemp, writeFile } from 'node:fs/promises'
+import { mkdtemp, rename, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -27,6 +27,24 @@ export async function makeCertificates(): Promise<TestCertificates> {
   await run('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', at('server.key'), '-out', at('server.csr')])
   await run('openssl', ['x509', '-req', '-days', '1', '-in', at('server.csr'), '-CA', at('ca.crt'), '-CAkey', at('ca.key'), '-CAcreateserial', '-extfile', at('san.cnf'), '-out', at('server.crt')])
   return { dir, ca: at('ca.crt'), serverCert: at('server.crt'), serverKey: at('server.key') }
+}
+
+/**
+ * A certificate signed by the CA of `certificates`, written to `<name>.crt`
+ * and `<name>.key` in its directory (over any earlier files of that name, as
+ * a rotation does): for 127.0.0.1 (a server's) or a client's. Each has its
+ * own serial (the CA's serial file counts up).
+ */
+export async function issueCertificate(certificates: TestCertificates, name: string, role: 'server' | 'client' = 'server'): Promise<{ cert: string; key: string }> {
+  const at = (file: string) => join(certificates.dir, file)
+  const extensions = at(`${name}.cnf`)
+  await writeFile(extensions, role === 'server' ? 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' : 'extendedKeyUsage=clientAuth\n')
+  await run('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${role === 'server' ? '127.0.0.1' : name}`, '-keyout', at(`${name}.key.new`), '-out', at(`${name}.csr`)])
+  await run('openssl', ['x509', '-req', '-days', '1', '-in', at(`${name}.csr`), '-CA', certificates.ca, '-CAkey', at('ca.key'), '-CAcreateserial', '-extfile', extensions, '-out', at(`${name}.crt.new`)])
+  // Replaced by rename, as certificate tools do: a reader never sees half a file.
+  await rename(at(`${name}.key.new`), at(`${name}.key`))
+  await rename(at(`${name}.crt.new`), at(`${name}.crt`))
+  return { cert: at(`${name}.crt`), key: at(`${name}.key`) }
 }
 
 /** A redis-server that serves TLS only, with a certificate from a fresh throwaway CA, and the rediss:// URL that trusts it. */

@@ -70,7 +70,7 @@ describe('postgres store URLs', () => {
   it('refuses what it can not honour with INVALID_ARGUMENT', () => {
     for (const url of [
       'postgres://a:1,b:2/db', 'postgres://h/db?sslmode=prefer', 'postgres://h/db?schema=Has-Dash', 'postgres://h/db?schema=' + 'x'.repeat(41),
-      'postgres://h/db?poolSize=0', 'postgres://h/db?port=1', 'postgres:///db?port=99999', 'postgres://h/a/b', 'postgres://h/db?typo=1',
+      'postgres://h/db?poolSize=0', 'postgres://h/db?port=1', 'postgres:///db?port=99999', 'postgres://h/a/b',
     ]) {
       assert.throws(() => target(url), (e) => isBatonError(e, 'INVALID_ARGUMENT'), url)
     }

@@ -11,6 +11,7 @@ import { DataDir } from '../../server/data-dir.js'
 import { createLockServer } from '../../server/index.js'
 import { DEFAULT_LEASE_CAPS, DEFAULT_TENANT_QUOTAS, DEFAULT_WAIT_CAPS } from '../../server/limits.js'
 import { isLoopback } from '../../server/origin.js'
+import type { TlsFiles } from '../../server/tls.js'
 import { parseTtl } from '../../core/duration.js'
 import { durationFlag } from '../common.js'
 import { invalidArgument } from '../../core/errors.js'
@@ -20,12 +21,16 @@ export const SERVE_USAGE = `  baton serve [--store URL] [--host 127.0.0.1] [--po
               [--max-waiters 10000] [--max-waiters-per-name 1000] [--max-ttl 5m] [--max-lock-delay 1m]
               [--no-restart-wait] [--allowed-hosts a,b] [--allowed-origins https://x,…] [--max-connections 8192]
               [--max-waiters-per-token 2500] [--max-streams-per-token 256] [--max-holds-per-token 100000]
-              [--poll-max 50s]
+              [--max-sessions-per-token 1024] [--poll-max 50s]
+              [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--insecure]
       the lock server (HTTP/JSON API, /openapi.json, /metrics); env BATON_URL, BATON_HOST,
       BATON_PORT, BATON_DATA_DIR, BATON_TOKENS_FILE; flags win.
       --tokens FILE: a JSON array of { "token", "name"?, "prefixes"?, "rights"? }; each token
       at least 16 characters without spaces (e.g. openssl rand -hex 24); rights "read",
-      "lock" (the default) or "admin" (force-release); "name" is shown in forced-release events`
+      "lock" (the default) or "admin" (force-release); "name" is shown in forced-release events
+      --tls-cert/--tls-key: serve HTTPS (PEM files, reloaded on SIGHUP and when they change);
+      --tls-ca: clients must present a certificate signed by this CA. With --tokens, a --host
+      other than loopback needs TLS, or --insecure (tokens and lease ids then cross in clear)`
 
 /** `baton serve`: runs until SIGTERM / SIGINT, then shuts down gracefully. */
 export async function serve(args: string[], out: (line: string) => void): Promise<number> {
@@ -39,11 +44,16 @@ export async function serve(args: string[], out: (line: string) => void): Promis
       'max-ttl': { type: 'string' }, 'max-lock-delay': { type: 'string' }, 'no-restart-wait': { type: 'boolean' },
       'allowed-hosts': { type: 'string' }, 'allowed-origins': { type: 'string' }, 'max-connections': { type: 'string' },
       'max-waiters-per-token': { type: 'string' }, 'max-streams-per-token': { type: 'string' }, 'max-holds-per-token': { type: 'string' },
-      'poll-max': { type: 'string' },
+      'max-sessions-per-token': { type: 'string' }, 'poll-max': { type: 'string' },
+      'tls-cert': { type: 'string' }, 'tls-key': { type: 'string' }, 'tls-ca': { type: 'string' }, insecure: { type: 'boolean' },
     },
   })
   const config = resolveServeConfig(values, process.env)
   const auth = config.tokensFile ? TokenAuth.load(config.tokensFile) : undefined
+  const tls = tlsFiles(values)
+  if (auth && !tls && !isLoopback(config.host) && !values.insecure) {
+    throw invalidArgument(`--host ${config.host} with --tokens needs --tls-cert and --tls-key: over plain HTTP every bearer token and lease id crosses the network readable by anyone on the path (--insecure to serve so anyway, e.g. behind a TLS-terminating proxy on the same host)`)
+  }
   const embedded = !config.store || parseStoreUrl(config.store).scheme === 'memory'
   // The embedded store is private to this server, with tokens and lease ends kept in a data
   // directory: --data-dir, or by default one per port under the user's state directory, so
@@ -77,6 +87,7 @@ export async function serve(args: string[], out: (line: string) => void): Promis
     waiters: count(values['max-waiters-per-token'], '--max-waiters-per-token', DEFAULT_TENANT_QUOTAS.waiters),
     streams: count(values['max-streams-per-token'], '--max-streams-per-token', DEFAULT_TENANT_QUOTAS.streams),
     holds: count(values['max-holds-per-token'], '--max-holds-per-token', DEFAULT_TENANT_QUOTAS.holds),
+    sessions: count(values['max-sessions-per-token'], '--max-sessions-per-token', DEFAULT_TENANT_QUOTAS.sessions),
   }
   const list = (text: string | undefined) => text?.split(',').map((item) => item.trim()).filter(Boolean)
   const origins = { allowedHosts: list(values['allowed-hosts']) ?? [], allowedOrigins: list(values['allowed-origins']) ?? [] }
@@ -85,14 +96,18 @@ export async function serve(args: string[], out: (line: string) => void): Promis
   const pollMaxMs = values['poll-max'] === undefined ? undefined : durationFlag(values['poll-max'], '--poll-max')
   const server = await createLockServer({
     baton, waitCaps, caps, restartWaitMs, quotas, origins, maxConnections, privateStore: embedded,
-    ...(pollMaxMs ? { pollMaxMs } : {}), ...(auth ? { auth } : {}), ...(dataDir ? { dataDir } : {}),
+    ...(pollMaxMs ? { pollMaxMs } : {}), ...(auth ? { auth } : {}), ...(dataDir ? { dataDir } : {}), ...(tls ? { tls, log: out } : {}),
   })
   await server.listen(config.host, config.port)
-  const address = listenUrl(server.app.server.address(), config.host)
+  const address = listenUrl(server.app.server.address(), config.host, tls ? 'https' : 'http')
+  if (values.insecure && !tls && !isLoopback(config.host)) {
+    console.error(`baton serve: WARNING: --insecure: plain HTTP on ${config.host}: bearer tokens, lease ids and session ids cross the network in clear; anyone who can read the traffic can lock, renew and release as any tenant. Use --tls-cert/--tls-key, or keep a TLS proxy on this host in front of it.`)
+  }
 
   const store = embedded ? 'the embedded memory store' : parseStoreUrl(config.store).display
   const notes = [
     auth ? 'bearer tokens required' : 'OPEN: no --tokens, anyone who can reach it can lock and force-release',
+    tls ? `TLS${tls.ca ? ', client certificates required' : ''}` : '',
     embedded && !dataDir ? 'tokens restart at 1 when the server restarts (use --data-dir to keep them increasing)' : '',
     dataDir && !config.dataDir ? `state in ${dataDirPath} (--data-dir to choose)` : '',
     dataDir && dataDir.restartDelayLeftMs() > 0 ? `restarted: grants resume in ${Math.ceil(dataDir.restartDelayLeftMs() / 1000)} s` : '',
@@ -103,11 +118,21 @@ export async function serve(args: string[], out: (line: string) => void): Promis
   out(`baton serve: listening on ${address.bound}${address.usable !== address.bound ? ` (every interface; from elsewhere: ${address.usable})` : ''} with ${store}; ${notes.join('; ')}`)
   // With --tokens, the line must carry a token to work when copied; the token itself is never printed.
   const bearer = auth ? `-H "authorization: Bearer $BATON_TOKEN" ` : ''
-  out(`try: ${auth ? 'BATON_TOKEN=<a token from the tokens file> ' : ''}curl -s -X POST ${bearer}-H 'content-type: application/json' -d '{"ttl":"30s","wait":"5s"}' ${address.local}/v1/locks/demo/acquire`)
+  const curlTls = tls ? `--cacert <the CA of ${tls.cert}> ${tls.ca ? '--cert <client.crt> --key <client.key> ' : ''}` : ''
+  out(`try: ${auth ? 'BATON_TOKEN=<a token from the tokens file> ' : ''}curl -s -X POST ${curlTls}${bearer}-H 'content-type: application/json' -d '{"ttl":"30s","wait":"5s"}' ${address.local}/v1/locks/demo/acquire`)
 
-  // SIGHUP: the tokens file again (revocation without a restart); a bad file keeps the tokens in force.
+  // SIGHUP: the tokens file again (revocation without a restart) and the TLS files (rotation);
+  // a bad file keeps what is in force.
   const onHup = () => {
-    if (!auth) return out('baton serve: SIGHUP: no --tokens file to reload')
+    if (server.reloadTls) {
+      try {
+        server.reloadTls()
+        out(`baton serve: SIGHUP: reloaded the TLS certificate from ${tls!.cert}`)
+      } catch (error) {
+        console.error(`baton serve: SIGHUP: kept the previous TLS certificate: ${(error as Error).message.replace(/^baton: /, '')}`)
+      }
+    }
+    if (!auth) return server.reloadTls ? undefined : out('baton serve: SIGHUP: no --tokens file to reload')
     try {
       out(`baton serve: SIGHUP: reloaded ${auth.reload()} tokens from ${config.tokensFile}`)
     } catch (error) {
@@ -140,10 +165,10 @@ export async function serve(args: string[], out: (line: string) => void): Promis
  * (0.0.0.0, ::) is not one to connect to, so `local` is the loopback and
  * `usable` this machine's first external address (or its host name).
  */
-export function listenUrl(bound: ReturnType<import('node:net').Server['address']>, host: string): { bound: string; local: string; usable: string } {
+export function listenUrl(bound: ReturnType<import('node:net').Server['address']>, host: string, scheme: 'http' | 'https' = 'http'): { bound: string; local: string; usable: string } {
   const port = bound && typeof bound === 'object' ? bound.port : 0
   const ip = bound && typeof bound === 'object' ? bound.address : host
-  const url = (address: string) => `http://${address.includes(':') ? `[${address}]` : address}:${port}`
+  const url = (address: string) => `${scheme}://${address.includes(':') ? `[${address}]` : address}:${port}`
   if (ip !== '0.0.0.0' && ip !== '::') return { bound: url(ip), local: url(ip), usable: url(ip) }
   const external = Object.values(networkInterfaces()).flat()
     .find((i) => i && !i.internal && (ip === '::' || i.family === 'IPv4'))
@@ -166,6 +191,17 @@ export function defaultStateDir(port: number, env: NodeJS.ProcessEnv = process.e
     }
   }
   return join(base, `serve-${port}`)
+}
+
+/** --tls-cert and --tls-key go together; --tls-ca (client certificates) only with them. */
+function tlsFiles(values: { 'tls-cert'?: string; 'tls-key'?: string; 'tls-ca'?: string }): TlsFiles | undefined {
+  const { 'tls-cert': cert, 'tls-key': key, 'tls-ca': ca } = values
+  if (cert === undefined && key === undefined) {
+    if (ca !== undefined) throw invalidArgument('--tls-ca (client certificates) needs --tls-cert and --tls-key')
+    return undefined
+  }
+  if (cert === undefined || key === undefined) throw invalidArgument('--tls-cert and --tls-key go together: the server\'s certificate and its private key')
+  return { cert, key, ...(ca !== undefined ? { ca } : {}) }
 }
 
 function count(text: string | undefined, flag: string, fallback: number): number {

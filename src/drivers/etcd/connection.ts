@@ -37,11 +37,6 @@ export function etcdTarget(url: StoreUrl, options: DriverOptions): EtcdTarget {
   if (url.scheme !== 'etcd' && url.scheme !== 'etcds') throw invalidArgument(`the etcd driver does not handle ${url.scheme}://`)
   if (url.hosts.length === 0) throw invalidArgument(`${url.display} must name at least one etcd endpoint, e.g. etcd://127.0.0.1:2379`)
   if (url.path !== '') throw invalidArgument(`${url.display} has a path "${url.path}"; etcd URLs take none (use ?prefix= for a key prefix)`)
-  for (const key of url.params.keys()) {
-    if (!['prefix', 'ca', 'fenceTtl'].includes(key)) {
-      throw invalidArgument(`${url.display} has an unknown setting "${key}"; etcd URLs take ?prefix=, ?ca= (etcds://) and ?fenceTtl=`)
-    }
-  }
   const keyPrefix = url.params.get('prefix') ?? ''
   if (/[\u0000-\u001f\u007f]/.test(keyPrefix) || keyPrefix.length > 128) {
     throw invalidArgument(`"prefix" in ${url.display} must be at most 128 printable characters`)

@@ -1,3 +1,5 @@
+import { Agent, request as httpsRequest } from 'node:https'
+import { Readable } from 'node:stream'
 import { BatonError, backendUnavailable } from '../../core/errors.js'
 
 /**
@@ -20,7 +22,23 @@ export class Api {
     readonly base: string,
     private readonly bearer: string | undefined,
     readonly timeoutMs: number,
+    /** An https:// server with a private CA or a client certificate (?ca=, ?cert=, ?key=): requests go through this agent. */
+    private readonly tlsAgent?: Agent,
   ) {}
+
+  /**
+   * fetch(), or with a TLS agent the same over node:https: the built-in
+   * fetch takes no CA or client certificate of its own (its agent class is
+   * not public in Node 20), and this driver keeps to no dependencies.
+   */
+  fetch(path: string, init: RequestInit & { method: string }): Promise<Response> {
+    const url = this.base + path
+    return this.tlsAgent ? fetchWithAgent(url, init, this.tlsAgent) : globalThis.fetch(url, init)
+  }
+
+  close(): void {
+    this.tlsAgent?.destroy()
+  }
 
   headers(extra: Record<string, string> = {}): Record<string, string> {
     return { ...(this.bearer ? { authorization: `Bearer ${this.bearer}` } : {}), ...extra }
@@ -29,7 +47,7 @@ export class Api {
   async call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<ApiResult<T>> {
     let response: Response
     try {
-      response = await fetch(this.base + path, {
+      response = await this.fetch(path, {
         method,
         headers: this.headers(body === undefined ? {} : { 'content-type': 'application/json' }),
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -40,6 +58,29 @@ export class Api {
     }
     return readAnswer<T>(response)
   }
+}
+
+/** One request through `agent`, answered as a web Response whose body streams (long-polls, event streams). */
+function fetchWithAgent(url: string, init: RequestInit & { method: string }, agent: Agent): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const request = httpsRequest(url, {
+      method: init.method,
+      headers: init.headers as Record<string, string> | undefined,
+      agent,
+      ...(init.signal ? { signal: init.signal } : {}),
+    }, (response) => {
+      const headers = new Headers()
+      for (const [name, value] of Object.entries(response.headers)) {
+        for (const each of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, each)
+      }
+      const status = response.statusCode ?? 502
+      const body = status === 204 || status === 304 ? null : (Readable.toWeb(response) as ReadableStream<Uint8Array>)
+      if (!body) response.resume()
+      resolve(new Response(body, { status, headers }))
+    })
+    request.once('error', reject)
+    request.end(typeof init.body === 'string' ? init.body : undefined)
+  })
 }
 
 export async function readAnswer<T>(response: Response): Promise<ApiResult<T>> {

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { Agent } from 'node:https'
+import { createSecureContext, rootCertificates } from 'node:tls'
 import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult, HoldRef,
   ListPage, LockInfo, LockSpec, Wake,
@@ -338,6 +341,7 @@ export class HttpDriver implements Driver {
     this.losses.close()
     for (const { stream } of this.leaderStreams.values()) stream.close()
     this.leaderStreams.clear()
+    this.api.close()
   }
 
   /** Once the loss stream is open, so a forced release right after the grant still reaches the holder. */
@@ -438,7 +442,7 @@ export class HttpDriver implements Driver {
 
   /** Sends the waiting request; resolves with its first line (undefined if none). */
   private async openPoll(request: AcquireRequest, waitId: string, session: string | undefined, signal: AbortSignal) {
-    const response = await fetch(this.api.base + lockPath(request.name, '/acquire'), {
+    const response = await this.api.fetch(lockPath(request.name, '/acquire'), {
       method: 'POST',
       headers: this.api.headers({ 'content-type': 'application/json', accept: 'application/x-ndjson' }),
       body: JSON.stringify({ ...acquireBody(request, POLL_WAIT_MS, session), waitId }),
@@ -613,12 +617,46 @@ async function* readLines(response: Response): AsyncGenerator<unknown> {
   if (buffered.trim()) yield JSON.parse(buffered)
 }
 
+const KNOWN_PARAMS = ['session', 'ca', 'cert', 'key']
+
+/**
+ * `https://…?ca=/path/ca.pem` trusts a private CA besides the system's (as
+ * `rediss://…?ca=` does); `&cert=/path/client.crt&key=/path/client.key`
+ * presents a client certificate (a server started with --tls-ca asks for
+ * one). Undefined when none is given: the built-in fetch and the system's CAs.
+ */
+function tlsAgent(url: StoreUrl): Agent | undefined {
+  const [ca, cert, key] = (['ca', 'cert', 'key'] as const).map((name) => url.params.get(name) ?? undefined)
+  if (ca === undefined && cert === undefined && key === undefined) return undefined
+  if (url.scheme !== 'https') throw invalidArgument(`${url.display}: "ca", "cert" and "key" are TLS settings, for an https:// URL`)
+  if ((cert === undefined) !== (key === undefined)) throw invalidArgument(`${url.display}: "cert" and "key" go together (a client certificate and its private key)`)
+  const read = (name: string, path: string) => {
+    try {
+      return readFileSync(path)
+    } catch (cause) {
+      throw invalidArgument(`"${name}" in ${url.display} names a file that can not be read: ${path}`, cause)
+    }
+  }
+  const settings = {
+    ...(ca !== undefined ? { ca: [...rootCertificates, read('ca', ca).toString('utf8')] } : {}),
+    ...(cert !== undefined && key !== undefined ? { cert: read('cert', cert), key: read('key', key) } : {}),
+  }
+  try {
+    createSecureContext(settings)
+  } catch (cause) {
+    throw invalidArgument(`${url.display}: the files of "ca", "cert", "key" do not make a TLS context: ${(cause as Error).message}`, cause)
+  }
+  return new Agent({ keepAlive: true, ...settings })
+}
+
 export const createHttpDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
   const [host] = url.hosts
   if (!host || url.hosts.length > 1) throw invalidArgument(`the store URL ${url.display} must name one baton server: http://[:token@]host:port`)
   const hostPart = host.host.includes(':') ? `[${host.host}]` : host.host
   const base = `${url.scheme}://${hostPart}${host.port ? `:${host.port}` : ''}${url.path ? `/${url.path.replace(/\/$/, '')}` : ''}`
-  const api = new Api(base, url.password || url.username || undefined, options.commandTimeoutMs)
+  const unknown = [...url.params.keys()].filter((key) => !KNOWN_PARAMS.includes(key))
+  if (unknown.length > 0) throw invalidArgument(`${url.display}: unknown parameter ${unknown.map((key) => `"${key}"`).join(', ')}; known: ${KNOWN_PARAMS.join(', ')}`)
+  const api = new Api(base, url.password || url.username || undefined, options.commandTimeoutMs, tlsAgent(url))
   const info = await api.call<{ capabilities: Capabilities }>('GET', '/v1/info', undefined, AbortSignal.timeout(options.connectTimeoutMs))
   if (!info.ok) unexpected(info.error)
   const session = url.params.get('session') ?? 'true'

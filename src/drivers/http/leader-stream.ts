@@ -40,7 +40,8 @@ export class LeaderStream {
 
   private async run(controller: AbortController): Promise<void> {
     try {
-      const response = await fetch(`${this.api.base}/v1/elections/${encodeURIComponent(this.name)}/events`, {
+      const response = await this.api.fetch(`/v1/elections/${encodeURIComponent(this.name)}/events`, {
+        method: 'GET',
         headers: this.api.headers({ accept: 'text/event-stream' }),
         signal: controller.signal,
       })

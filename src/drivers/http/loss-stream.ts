@@ -70,7 +70,8 @@ export class LossStream {
 
   private async run(controller: AbortController, markOpen: () => void): Promise<void> {
     try {
-      const response = await fetch(`${this.api.base}/v1/events?types=lost`, {
+      const response = await this.api.fetch('/v1/events?types=lost', {
+        method: 'GET',
         headers: this.api.headers({ accept: 'text/event-stream' }),
         signal: controller.signal,
       })

@@ -1,5 +1,10 @@
 import { monotonicNow } from '../../core/clock.js'
-import { Api, unexpected } from './api.js'
+import { warn } from '../../core/events.js'
+import { Api, unexpected, type ApiError } from './api.js'
+
+/** Waits before asking again for a session the server refused: doubling from the first to the last. */
+const REOPEN_FIRST_MS = 1000
+const REOPEN_MAX_MS = 60_000
 
 /** A keepalive's answer, as the driver uses it. */
 export interface Renewal {
@@ -20,12 +25,19 @@ interface KeepaliveBody {
  * one small request per period whatever the client holds. Opened on first
  * use; keepalives are shared: a renewal asks for one sent recently enough
  * (and after its lease was attached), and only sends a new one otherwise.
+ *
+ * A server that refuses a session (its token's session quota, the server's
+ * cap, any other refusal) does not stop the client: it renews lease by lease
+ * meanwhile, says so on the `baton:warning` channel, and asks again later.
  */
 export class ClientSession {
   /** The open session's id, if any. */
   id: string | undefined
   private opening: Promise<string | undefined> | undefined
   private last: { readonly id: string; readonly sentAt: number; readonly answer: Promise<Renewal | null> } | undefined
+  /** Monotonic instant before which no session is asked for, after a refusal. */
+  private reopenAt = 0
+  private reopenDelayMs = 0
 
   constructor(
     private readonly api: Api,
@@ -39,6 +51,7 @@ export class ClientSession {
   async current(): Promise<string | undefined> {
     if (!this.enabled) return undefined
     if (this.id !== undefined) return this.id
+    if (monotonicNow() < this.reopenAt) return undefined
     return (this.opening ??= this.open().finally(() => (this.opening = undefined)))
   }
 
@@ -81,6 +94,14 @@ export class ClientSession {
     return answer
   }
 
+  /** Renews lease by lease until a later attempt (backing off, at least the server's Retry-After). */
+  private refused(error: ApiError): void {
+    this.reopenDelayMs = Math.min(REOPEN_MAX_MS, Math.max(REOPEN_FIRST_MS, this.reopenDelayMs * 2))
+    const delayMs = Math.max(this.reopenDelayMs, error.retryAfterMs ?? 0)
+    this.reopenAt = monotonicNow() + delayMs
+    warn('http', 'SESSION_REFUSED', `the baton server refused a session (${error.status} ${error.code}: ${error.message}); leases are renewed one by one meanwhile, a session is asked for again in ${Math.ceil(delayMs / 1000)} s`)
+  }
+
   private async open(): Promise<string | undefined> {
     const reply = await this.api.call<{ sessionId: string }>('POST', '/v1/sessions', {})
     if (!reply.ok) {
@@ -89,8 +110,11 @@ export class ClientSession {
         this.enabled = false
         return undefined
       }
-      unexpected(reply.error)
+      this.refused(reply.error)
+      return undefined
     }
+    this.reopenAt = 0
+    this.reopenDelayMs = 0
     this.id = reply.body.sessionId
     this.last = undefined
     return this.id

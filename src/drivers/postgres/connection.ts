@@ -19,7 +19,6 @@ export interface PostgresTarget {
   readonly label: string
 }
 
-const KNOWN_PARAMS = ['schema', 'sslmode', 'sslrootcert', 'host', 'port', 'poolSize', 'fenceTtl']
 const DEFAULT_PORT = 5432
 const DEFAULT_POOL_SIZE = 10
 /** Lower-case, so the name never needs quoting by hand; short enough to leave room in channel names (63 bytes). */
@@ -33,11 +32,6 @@ const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,39}$/
  * [&poolSize=10][&fenceTtl=1h].
  */
 export function postgresTarget(url: StoreUrl, options: DriverOptions): PostgresTarget {
-  for (const key of url.params.keys()) {
-    if (!KNOWN_PARAMS.includes(key)) {
-      throw invalidArgument(`${url.display} has an unknown setting "${key}"; the postgres store knows ${KNOWN_PARAMS.join(', ')}`)
-    }
-  }
   if (url.hosts.length > 1) {
     throw invalidArgument(`${url.display} names ${url.hosts.length} hosts; the postgres store connects to one (put a proxy or a virtual IP in front of a cluster)`)
   }

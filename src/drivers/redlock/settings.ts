@@ -17,16 +17,12 @@ export interface RedlockSettings {
 }
 
 const DEFAULT_PORT = 6379
-const KNOWN = ['timeout', 'driftFactor', 'drift', 'maxTtl', 'prefix', 'fenceTtl']
 
 export function parseRedlockUrl(url: StoreUrl): RedlockSettings {
   if (url.hosts.length < 3) {
     throw invalidArgument(`${url.display} names ${url.hosts.length} node(s); Redlock needs at least 3 independent Redis masters (redlock://h1:p1,h2:p2,h3:p3); for one Redis use redis://`)
   }
   if (url.path !== '') throw invalidArgument(`${url.display} has a path "/${url.path}"; redlock:// takes none (every node uses database 0)`)
-  for (const key of url.params.keys()) {
-    if (!KNOWN.includes(key)) throw invalidArgument(`${url.display} has an unknown parameter "${key}"; known: ${KNOWN.join(', ')}`)
-  }
   const seen = new Set<string>()
   const nodes = url.hosts.map((h): StoreUrl => {
     const address = `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port ?? DEFAULT_PORT}`

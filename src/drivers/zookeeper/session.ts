@@ -32,9 +32,6 @@ export function zkTarget(url: StoreUrl, options: DriverOptions): ZkTarget {
   if (chroot !== '' && !/^(\/[^/\u0000-\u001f\u007f]+)+$/.test(chroot)) {
     throw invalidArgument(`the chroot "${url.path}" in ${url.display} must be a ZooKeeper path like /app/locks`)
   }
-  for (const key of url.params.keys()) {
-    if (key !== 'fenceTtl') throw invalidArgument(`${url.display} has an unknown setting "${key}"; ZooKeeper URLs take only ?fenceTtl=`)
-  }
   return {
     chroot,
     servers: url.hosts.map((h) => ({ host: h.host, port: h.port ?? DEFAULT_PORT })),
