@@ -153,13 +153,15 @@ function staleWrites(events: readonly HistoryEvent[]): Finding[] {
 /** A lease read as held (or its signal as not aborted) with no time left, twice, a few ms apart. */
 function looksHeld(events: readonly HistoryEvent[]): Finding[] {
   const seen = new Set<string>()
+  const what = new Map<string, string>()
+  for (const e of events) if (e.type === 'grant') what.set(e.lease, `${e.primitive} ${e.mode} "${e.name}"${what.has(e.lease) ? ' …' : ''}`)
   const found: Finding[] = []
   for (const e of events) {
     if (e.type !== 'probe' || seen.has(e.lease) || e.recheckedAfterMs === undefined) continue
     if (!e.stillHeld && !e.stillNotAborted) continue
     seen.add(e.lease)
     found.push({ property: 'looks-held-after-deadline', at: e.at, involved: [e.lease],
-      evidence: `${e.lease} (p${e.process}c${e.client}) read at ${t(e.at)}: remainingMs() 0, yet ${e.stillHeld ? 'held true' : ''}${e.stillHeld && e.stillNotAborted ? ' and ' : ''}${e.stillNotAborted ? 'signal not aborted' : ''} ${t(e.recheckedAfterMs)} ms later` })
+      evidence: `${e.lease} (${what.get(e.lease) ?? '?'}, p${e.process}c${e.client}) read at ${t(e.at)}: remainingMs() 0, yet ${e.stillHeld ? 'held true' : ''}${e.stillHeld && e.stillNotAborted ? ' and ' : ''}${e.stillNotAborted ? 'signal not aborted' : ''} ${e.recheckedAfterMs.toFixed(1)} ms later` })
   }
   return found
 }

@@ -170,7 +170,7 @@ export async function runClient(s: ClientSettings): Promise<void> {
     lost(got.signal)
     // The part read last decides what a probe sees: for a multi-lock, any part.
     let current: Lease | MultiLease | Leadership = got
-    const probed: Probed = { get held() { return current.held }, get signal() { return current.signal }, remainingMs: () => Math.min(...parts.map((p) => p.remainingMs())) }
+    const probed: Probed = { get held() { return current.held }, get signal() { return current.signal }, remainingMs: () => 'leases' in current ? Math.min(...current.leases.map((p) => p.remainingMs())) : ('lease' in current ? current.lease : current).remainingMs() }
     s.active.set(id, probed)
     try {
       const events: { at: number; run: () => Promise<void> }[] = [
@@ -191,13 +191,14 @@ export async function runClient(s: ClientSettings): Promise<void> {
         events.push({ at: plan.downgradeAt, run: async () => {
           const write = got as Lease
           if (!write.held) return
-          const read = await op('downgrade', 'rwlock', names, async () => {
+          await op('downgrade', 'rwlock', names, async () => {
             const r = await write.run(() => s.baton.rwlock(names[0]!, { ttl }).read().acquire())
             s.record({ type: 'end', ...actor, lease: id, at: historyNow(), why: 'downgrade' })
+            // From here the probes read the read side: the write handle is released.
+            current = r
             await write.release()
             return r
           }, id)
-          if (read.value) current = read.value
         } })
       }
       if (plan.proclaimAt !== undefined && plan.primitive === 'election') {
