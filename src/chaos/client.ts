@@ -43,7 +43,7 @@ export function nameOf(prefix: string, primitive: Primitive, index: number): str
   return `${prefix}/${primitive === 'multi' ? 'mutex' : primitive}/${index}`
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)).unref())
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)))
 
 /**
  * Reads `lease` now. A lease read as held with no time left is read again

@@ -19,14 +19,15 @@ export interface ChildSettings {
   readonly ttlMs: number
   readonly names: number
   readonly prefix: string
-  readonly stopAt: number
+  /** Set for a process started during the run (a replacement); else the runner's 'start' says it. */
+  readonly stopAt?: number
   readonly file: string
   /** After stopAt, how long running steps may take before the clients are closed. */
   readonly graceMs: number
 }
 
-export type ChildMessage = { readonly type: 'write'; readonly id: number; readonly name: string; readonly token: string; readonly lease: string; readonly process: number; readonly client: number }
-export type ParentMessage = { readonly type: 'write'; readonly id: number; readonly accepted: boolean } | { readonly type: 'probe' }
+export type ChildMessage = { readonly type: 'ready' } | { readonly type: 'write'; readonly id: number; readonly name: string; readonly token: string; readonly lease: string; readonly process: number; readonly client: number }
+export type ParentMessage = { readonly type: 'start'; readonly stopAt: number } | { readonly type: 'write'; readonly id: number; readonly accepted: boolean } | { readonly type: 'probe' }
 
 const settings = JSON.parse(process.argv[2]!) as ChildSettings
 const record = (event: HistoryEvent) => appendFileSync(settings.file, `${JSON.stringify(event)}\n`)
@@ -34,31 +35,42 @@ const active = new Map<string, Probed>()
 const pending = new Map<number, (accepted: boolean) => void>()
 let nextWrite = 0
 
+let stopAt: number | undefined = settings.stopAt
+let started: ((stopAt: number) => void) | undefined
 process.on('message', (message: ParentMessage) => {
-  if (message.type === 'probe') probeAll(active, settings.processIndex, record)
+  if (message.type === 'start') {
+    stopAt = message.stopAt
+    started?.(message.stopAt)
+  } else if (message.type === 'probe') probeAll(active, settings.processIndex, record)
   else {
     pending.get(message.id)?.(message.accepted)
     pending.delete(message.id)
   }
 })
 
-const clients: Baton[] = []
-for (let i = 0; i < settings.clients; i++) {
+/** Connects one client, trying again until the run ends (the store may be down: a fault). */
+async function client(): Promise<Baton> {
   for (;;) {
     try {
-      clients.push(await connect(settings.url, { commandTimeout: 2000 }))
-      break
-    } catch {
+      return await connect(settings.url, { commandTimeout: 2000 })
+    } catch (error) {
       await new Promise((resolve) => setTimeout(resolve, 200))
-      if (historyNow() > settings.stopAt) process.exit(0)
+      if (stopAt !== undefined && historyNow() > stopAt) {
+        console.error(`chaos process ${settings.processIndex}: could not connect before the end of the run: ${String(error)}`)
+        process.exit(0)
+      }
     }
   }
 }
+const clients = await Promise.all(Array.from({ length: settings.clients }, client))
+// The run starts once the first processes are connected: the runner says when it ends.
+if (process.connected) process.send!({ type: 'ready' } satisfies ChildMessage)
+stopAt ??= await new Promise<number>((resolve) => { started = resolve })
 const plan = planOf({ seed: settings.seed, processIndex: settings.processIndex, clients: settings.clients, primitives: settings.primitives, ttlMs: settings.ttlMs, names: settings.names, stepsPerClient: 400 })
 const closeAll = () => Promise.allSettled(clients.map((c) => c.close()))
-const grace = setTimeout(closeAll, Math.max(0, settings.stopAt + settings.graceMs - historyNow()))
+const grace = setTimeout(closeAll, Math.max(0, stopAt! + settings.graceMs - historyNow()))
 await Promise.all(clients.map((baton, client) => runClient({
-  process: settings.processIndex, client, baton, steps: plan[client]!, prefix: settings.prefix, ttlMs: settings.ttlMs, stopAt: settings.stopAt, record, active,
+  process: settings.processIndex, client, baton, steps: plan[client]!, prefix: settings.prefix, ttlMs: settings.ttlMs, stopAt: stopAt!, record, active,
   write: (name, token, lease) => new Promise<boolean>((resolve) => {
     if (!process.connected) return resolve(false)
     const id = ++nextWrite

@@ -71,8 +71,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const url = store.proxyPorts.reduce((u, port, i) => u.replaceAll(`127.0.0.1:${port}`, `127.0.0.1:${proxies[i]!.port}`), store.url)
     const primitives = (await offered(store.url)).filter((p) => !o.primitives || o.primitives.includes(p))
     const prefix = `chaos/${o.seed}-${process.pid}`
-    const startedAt = historyNow()
-    const stopAt = startedAt + o.seconds * 1000
+    let startedAt = historyNow()
+    let stopAt: number | undefined
+    const ready: Promise<void>[] = []
     const graceMs = ttlMs * 3
     const highest = new Map<string, bigint>()
     let nextIndex = 0
@@ -81,12 +82,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       const index = nextIndex++
       const file = join(dir, `p${index}.jsonl`)
       files.push(file)
-      const settings: ChildSettings = { url, seed: o.seed, processIndex: index, clients: o.clients ?? 3, primitives, ttlMs, names: 2, prefix, stopAt, file, graceMs }
+      const settings: ChildSettings = { url, seed: o.seed, processIndex: index, clients: o.clients ?? 3, primitives, ttlMs, names: 2, prefix, file, graceMs, ...(stopAt === undefined ? {} : { stopAt }) }
       const child = fork(CHILD, [JSON.stringify(settings)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
       child.on('error', () => {})
       children.set(index, child)
       exits.push(new Promise((resolve) => child.once('exit', () => { children.delete(index); resolve() })))
+      ready.push(new Promise((resolve) => { child.on('message', (m: ChildMessage) => { if (m.type === 'ready') resolve() }); child.once('exit', () => resolve()) }))
       child.on('message', (m: ChildMessage) => {
+        if (m.type === 'ready') return
         // The fenced resource: refuses a token below the highest it accepted for the name.
         const token = BigInt(m.token)
         const before = highest.get(m.name)
@@ -97,14 +100,21 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       })
     }
     for (let i = 0; i < (o.processes ?? 3); i++) start()
+    let readyTimer: NodeJS.Timeout | undefined
+    await Promise.race([Promise.all(ready), new Promise((resolve) => { readyTimer = setTimeout(resolve, ms(30_000)) })])
+    clearTimeout(readyTimer)
+    startedAt = historyNow()
+    stopAt = startedAt + o.seconds * 1000
+    for (const child of children.values()) if (child.connected) child.send({ type: 'start', stopAt })
     await runNemesis({
       store, proxies, ttlMs, children: () => children,
       killChild: (index) => { const c = children.get(index); c?.kill('SIGCONT'); c?.kill('SIGKILL'); start() },
       record: (f) => parentEvents.push(f),
     }, o.seed, stopAt, o.faults)
+    const end = stopAt
     for (const proxy of proxies) { proxy.onReply(undefined); proxy.resume() }
     // Every process stops by itself (stopAt, then its grace); a stuck one is killed.
-    const force = setTimeout(() => { for (const c of children.values()) { c.kill('SIGCONT'); c.kill('SIGKILL') } }, Math.max(0, stopAt + graceMs + ms(10_000) - historyNow()))
+    const force = setTimeout(() => { for (const c of children.values()) { c.kill('SIGCONT'); c.kill('SIGKILL') } }, Math.max(0, end + graceMs + ms(10_000) - historyNow()))
     await Promise.all(exits)
     clearTimeout(force)
     const endedAt = historyNow()
@@ -112,7 +122,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const events: HistoryEvent[] = [...parentEvents]
     for (const file of files) {
       let text = ''
-      try { text = readFileSync(file, 'utf8') } catch { continue }
+      try { text = readFileSync(file, 'utf8') } catch { continue } // a process killed before its first event
       for (const line of text.split('\n')) if (line) { try { events.push(JSON.parse(line) as HistoryEvent) } catch { /* a line cut by kill -9 */ } }
     }
     events.sort((a, b) => a.at - b.at)
