@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { connect } from '../../src/index.js'
+import { connect, type Baton } from '../../src/index.js'
 import { check, type Verdict } from '../../src/chaos/checker.js'
 import { historyNow, PRIMITIVES, type History, type HistoryEvent, type Primitive } from '../../src/chaos/history.js'
 import { formatRun } from '../../src/chaos/report.js'
@@ -144,10 +144,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
  * last token are allowed, up to fenceTtl).
  */
 async function leftovers(url: string, prefix: string, ttlMs: number): Promise<HistoryEvent[]> {
-  const baton = await connect(url, { commandTimeout: ms(5000) })
+  // Each lease runs out within its ttl; a store may raise the ttl to its floor.
+  const deadline = historyNow() + ttlMs * 2 + ms(5000)
+  let baton: Baton | undefined
+  while (!baton) {
+    baton = await connect(url, { commandTimeout: ms(5000) }).catch(() => undefined)
+    if (!baton && historyNow() > deadline + ms(20_000)) {
+      console.error(`chaos: the store did not answer after the run; its leftover state was not checked`)
+      return []
+    }
+  }
   try {
-    // Each lease runs out within its ttl; a store may raise the ttl to its floor.
-    const deadline = historyNow() + ttlMs * 2 + ms(5000)
     for (;;) {
       const views = await baton.list({ prefix }).catch(() => undefined)
       const busy = views?.filter((v) => v.holders.length > 0 || v.waiters.length > 0) ?? []
