@@ -11,6 +11,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { startPostgres, type PostgresServer } from '../test/harness/postgres.js'
+import { startMariadb, type MariadbServer } from '../test/harness/mariadb.js'
 import { startRedis, stopAll } from '../test/harness/servers.js'
 import { closeRedis, openRedis } from './peers/redis-client.js'
 import { redisVersion } from './redis-info.js'
@@ -25,6 +26,7 @@ const quick = process.env.BENCH_QUICK === '1'
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean)
 const started = Date.now()
 let postgres: Promise<PostgresServer> | undefined
+let mariadb: Promise<MariadbServer> | undefined
 
 function log(message: string): void {
   process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s] ${message}\n`)
@@ -66,6 +68,13 @@ async function main(): Promise<number> {
         return server
       })
       return (await postgres).url
+    },
+    async mysqlUrl() {
+      mariadb ??= startMariadb({ durable: true }).then((server) => {
+        log(`mariadb (own server, commits flushed to disk) at 127.0.0.1:${server.port} (pid ${server.pid})`)
+        return server
+      })
+      return (await mariadb).url
     },
     quick,
     log,
@@ -130,6 +139,7 @@ try {
   await stopWorkers()
   await stopAll()
   await postgres?.then((server) => server.stop(), () => {})
+  await mariadb?.then((server) => server.stop(), () => {})
 }
 // Abandoned flows of a stuck peer could keep the event loop alive.
 process.exit(code)

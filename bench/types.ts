@@ -10,6 +10,8 @@ export interface BenchContext {
    * first call, so runs of Redis scenarios only never start one.
    */
   postgresUrl(): Promise<string>
+  /** URL of a private MariaDB server (commits flushed to disk), started on first call. */
+  mysqlUrl(): Promise<string>
   /** BENCH_QUICK=1: a short smoke run with fewer, shorter measurements. */
   readonly quick: boolean
   /** Progress line on stderr (the report goes to stdout). */

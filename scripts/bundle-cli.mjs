@@ -32,8 +32,11 @@ const BUNDLED_PACKAGES = new Set(['ioredis', 'cluster-key-slot'])
 const VENDOR_GROUPS = {
   server: ['fastify', '@fastify/swagger', 'prom-client'],
   pg: ['pg'],
+  mysql: ['mysql2'],
   zookeeper: ['node-zookeeper-client'],
   etcd: ['etcd3', 'cockatiel'],
+  // The optional peer of baton/otel (src/otel): tracing of the command's own clients when asked for.
+  otel: ['@opentelemetry/api'],
 }
 const vendorFileOf = new Map(Object.entries(VENDOR_GROUPS).flatMap(([file, names]) => names.map((name) => [name, file])))
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'))

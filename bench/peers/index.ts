@@ -3,6 +3,7 @@ import { etcd3Lock, etcdServerLock } from './etcd.js'
 import { zkRecipe } from './zk-recipe.js'
 import { baton, batonFair, batonMemory, batonRead, batonSemaphore } from './baton.js'
 import { pgUpdate } from './pg-update.js'
+import { mysqlUpdate } from './mysql-update.js'
 import { raw } from './raw.js'
 import { redisSemaphore, redisSemaphoreCounting, redisSemaphoreRedlock } from './redis-semaphore.js'
 import { redlock } from './redlock.js'
@@ -16,7 +17,7 @@ export const PEERS = {
   raw, baton, redlock, 'sesame-redlock': sesameRedlock, 'redis-semaphore': redisSemaphore,
   'async-mutex': asyncMutex, 'baton-memory': batonMemory,
   'baton-fair': batonFair, 'baton-rwlock-read': batonRead, 'baton-semaphore': batonSemaphore,
-  'pg-update': pgUpdate,
+  'pg-update': pgUpdate, 'mysql-update': mysqlUpdate,
   'etcd3-lock': etcd3Lock, 'etcd-v3lock': etcdServerLock, 'zk-recipe': zkRecipe,
   'redis-semaphore-sem': redisSemaphoreCounting, 'redis-semaphore-redlock': redisSemaphoreRedlock,
 } as const satisfies Record<string, PeerDef>

@@ -14,7 +14,7 @@ export type { Contender, Release } from '../../src/bench/contender.js'
 export type Profile = 'default' | 'fast'
 
 export interface PeerOptions {
-  /** Store URL: redis://… or postgres://… as the contender needs; ignored by in-process ones. */
+  /** Store URL: redis://…, postgres://… or mysql://… as the contender needs; ignored by in-process ones. */
   readonly url: string
   readonly ttlMs: number
   readonly waitMs: number
@@ -25,7 +25,7 @@ export interface PeerOptions {
 
 export interface PeerDef {
   readonly id: string
-  readonly store: 'redis' | 'memory' | 'postgres' | 'etcd' | 'zookeeper'
+  readonly store: 'redis' | 'memory' | 'postgres' | 'mysql' | 'etcd' | 'zookeeper'
   label(profile: Profile): string
   create(options: PeerOptions): Promise<Contender>
 }

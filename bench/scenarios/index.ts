@@ -12,6 +12,7 @@ import { memory } from './memory.js'
 import { multi } from './multi.js'
 import { parallel } from './parallel.js'
 import { pgHandoff, pgStatements, pgUncontended } from './postgres.js'
+import { mysqlHandoff, mysqlUncontended } from './mysql.js'
 import { redlockScenario } from './redlock.js'
 import { rwlockReaders } from './rwlock-readers.js'
 import { semaphore } from './semaphore.js'
@@ -27,6 +28,7 @@ export const scenarios: readonly Scenario[] = [
   uncontended, parallel, handoff, commands, memory, memoryStore,
   fairHandoff, fairCommands, rwlockReaders, semaphore, weighted, multi,
   pgUncontended, pgHandoff, pgStatements,
+  mysqlUncontended, mysqlHandoff,
   ...consensusScenarios, server, redlockScenario, cliStartup, dashboard,
   election,
 ]

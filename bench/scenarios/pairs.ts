@@ -33,7 +33,7 @@ export interface PairsScenarioOptions {
   /** subject ≥ minRatio × baseline. */
   minRatio: number
   /** Which store the contenders use (default redis). */
-  store?: 'redis' | 'postgres'
+  store?: 'redis' | 'postgres' | 'mysql'
   /** Also: subject ≥ every other (non-baseline) contender. */
   beatEveryPeer?: boolean
 }
@@ -65,7 +65,8 @@ export function pairsScenario(o: PairsScenarioOptions): Scenario {
         return { rate: (r.pairs / r.elapsedMs) * 1000 }
       }
 
-      const entrants = await openEntrants(o.contenders, o.store === 'postgres' ? await ctx.postgresUrl() : ctx.redisUrl)
+      const url = o.store === 'postgres' ? await ctx.postgresUrl() : o.store === 'mysql' ? await ctx.mysqlUrl() : ctx.redisUrl
+      const entrants = await openEntrants(o.contenders, url)
       let results: Map<string, Outcome<PairStats>[]>
       try {
         const warmupMs = ctx.pick(...o.warmupMs)

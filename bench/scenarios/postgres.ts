@@ -6,13 +6,14 @@
  */
 import pg from 'pg'
 import { analyzeGrants, contendedFlows, type HandoffStats } from '../flows.js'
-import { spec, specId, specLabel } from '../peers/index.js'
-import { fmtMet, fmtMs, fmtNum, fmtRate, fmtRatio, table } from '../report.js'
+import { spec } from '../peers/index.js'
+import { fmtMs, fmtNum, fmtRate, fmtRatio, table } from '../report.js'
 import type { BenchContext, Scenario, ScenarioResult, SummaryRow } from '../types.js'
 import { alternate, failureNote, oks, runTag, sleep, wallNow, type Outcome } from '../util.js'
-import { closeEntrants, keyPart, medianOf, openEntrants, ready } from './common.js'
-import { forkedFlows, noHandoffReason } from './forked.js'
-import { DRAIN_MS, FLOWS, HANDOFF_HEADERS, handoffCells, handoffNotes, HOLD_MS, PROCESSES, type HandoffRun } from './handoff.js'
+import { closeEntrants, medianOf, openEntrants, ready } from './common.js'
+import { noHandoffReason } from './forked.js'
+import { DRAIN_MS, HOLD_MS } from './handoff.js'
+import { sqlHandoff } from './sql-handoff.js'
 import { pairsScenario } from './pairs.js'
 
 export const pgUncontended = pairsScenario({
@@ -33,62 +34,13 @@ export const pgUncontended = pairsScenario({
   store: 'postgres',
 })
 
-const TARGET_P50_MS = 5
-
-export const pgHandoff: Scenario = {
+export const pgHandoff = sqlHandoff({
   id: 'pg-handoff',
-  title: `P2. Hand-over: ${FLOWS} flows in ${PROCESSES} processes on one key (PostgreSQL)`,
-  async run(ctx: BenchContext): Promise<ScenarioResult> {
-    const runs = ctx.pick(5, 1)
-    const windowMs = ctx.pick(2000, 1000)
-    const warmupMs = ctx.pick(300, 200)
-    const entries = [spec('baton'), spec('baton-fair')].map((s) => ({ id: specId(s), label: specLabel(s), spec: s }))
-    const url = await ctx.postgresUrl()
-    const forked = forkedFlows(ctx, { processes: PROCESSES, flows: FLOWS, holdMs: HOLD_MS, drainMs: DRAIN_MS, warmupMs, windowMs, url })
-    let results: Map<string, Outcome<HandoffRun>[]>
-    try {
-      results = await alternate(runs, entries, async (entry, run) => {
-        const r = await forked.run(entry.spec, `bench/${runTag}/pg-handoff/${keyPart(entry.id)}/${run}`)
-        const stats = analyzeGrants(r.grants, forked.flowIds, r.from, r.to)
-        if (stats.handoffs === 0) throw new Error(noHandoffReason(windowMs, stats.grants, r))
-        return { stats, errors: r.errors, counters: r.counters, stuckFlows: r.stuckFlows }
-      }, { timeoutMs: windowMs + warmupMs + DRAIN_MS + 30_000, log: ctx.log })
-    } finally {
-      await forked.close()
-    }
-
-    const summary: SummaryRow[] = []
-    const rows = entries.map((e) => {
-      const outcomes = results.get(e.id)!
-      const note = failureNote(outcomes)
-      if (note.startsWith('failed')) return [e.label, note]
-      const p50 = medianOf(outcomes, (r) => r.stats.releaseToNextP50)
-      const met = Number.isFinite(p50) ? p50 <= TARGET_P50_MS : undefined
-      summary.push(
-        {
-          figure: `P2. ${e.label} hand-overs/s, ${FLOWS} flows / ${PROCESSES} processes, 1 key (PostgreSQL)`,
-          baton: fmtRate(medianOf(outcomes, (r) => r.stats.handoffsPerSec)),
-          other: '', ratio: '—', target: '—', met: undefined,
-        },
-        {
-          figure: `P2. ${e.label} release → next holder, p50 (PostgreSQL)`,
-          baton: fmtMs(p50), other: '', ratio: '—', target: `≤ ${TARGET_P50_MS} ms`, met,
-        },
-      )
-      return [e.label, ...handoffCells(outcomes), `p50 ≤ ${TARGET_P50_MS} ms`, fmtMet(met), [note, ...handoffNotes(oks(outcomes))].filter(Boolean).join('; ')]
-    })
-    const markdown = [
-      `## ${this.title}`,
-      '',
-      `Figure 3's setup on PostgreSQL: ${FLOWS} flows split over ${PROCESSES} forked processes (one client each), all on ONE key, `
-      + `acquire → hold ${HOLD_MS} ms → release → re-acquire. A release hands the name over in its own transaction and NOTIFYs the next holder's client. `
-      + `${runs} runs × ${windowMs} ms window, order rotated; medians over runs.`,
-      '',
-      table(['contender', ...HANDOFF_HEADERS, 'target', 'met?', 'notes'], rows),
-    ].join('\n')
-    return { markdown, summary }
-  },
-}
+  figure: 'P2',
+  store: 'PostgreSQL',
+  url: (ctx) => ctx.postgresUrl(),
+  how: 'A release hands the name over in its own transaction and NOTIFYs the next holder\'s client.',
+})
 
 const WAITERS = [16, 256] as const
 /** "Independent of the number of waiters": statements per hand-over at 256 waiters within this factor of 16. */

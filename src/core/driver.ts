@@ -98,7 +98,9 @@ export interface AcquireRequest extends LockSpec {
    * same store read that says who leads: a value kept elsewhere could name
    * a leader that is gone. At most MAX_VALUE_BYTES (the core checks).
    * Undefined for plain locks; a store that can not keep it refuses the
-   * acquire with `conflict` and the reason (Redlock).
+   * acquire with `conflict` and the reason (Redlock). The lock server keeps
+   * the lease secret its servers share this way too (src/server/lease-secret.ts),
+   * rather than through a new call every store would have to implement.
    */
   readonly value?: string
 }

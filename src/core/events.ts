@@ -1,5 +1,5 @@
 import diagnostics_channel from 'node:diagnostics_channel'
-import type { HoldMode } from './driver.js'
+import type { HoldMode, LockKind } from './driver.js'
 
 /**
  * Diagnostics channels: tracing, metrics, the server's event stream and the
@@ -16,6 +16,9 @@ export interface AcquireEvent extends HoldEvent {
   waitedMs: number
   reentered: boolean
   handoff: boolean
+  /** What the name is used as, and whether the line is strictly in arrival order (absent on a re-entry). */
+  kind?: LockKind
+  fair?: boolean
 }
 export interface LostEvent extends HoldEvent {
   error: Error

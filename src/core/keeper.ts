@@ -111,7 +111,7 @@ export class Keeper {
       route.to(hold)
       if (options.autoExtend) this.watchdog.add(hold)
       if (channels.acquire.hasSubscribers) {
-        channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff })
+        channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff, kind: request.kind, fair: request.fair })
       }
       return new Lease(hold, this.clientId, spec.mode)
     } finally {

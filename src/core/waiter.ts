@@ -303,7 +303,7 @@ function stopReason(request: AttemptRequest, signal: AbortSignal | undefined, cl
 /** Announces that this owner stops waiting, and returns `error` to throw. */
 function stoppedError(driver: Driver, request: AttemptRequest, error: BatonError): BatonError {
   if (channels.giveUp.hasSubscribers) {
-    channels.giveUp.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store, code: error.code })
+    channels.giveUp.publish({ name: request.name, owner: request.owner, mode: request.mode, store: driver.store, code: error.code, kind: request.kind, fair: request.fair })
   }
   return error
 }

@@ -21,6 +21,11 @@ const POSTGRES: Store = {
   clients: ['pg'],
   options: ['schema', 'sslmode', 'sslrootcert', 'host', 'port', 'poolSize', 'fenceTtl'],
 }
+const MYSQL: Store = {
+  load: async () => (await import('./mysql/index.js')).createMysqlDriver,
+  clients: ['mysql2'],
+  options: ['sslmode', 'sslrootcert', 'socket', 'port', 'poolSize', 'fenceTtl'],
+}
 const ETCD: Store = { load: async () => (await import('./etcd/index.js')).createEtcdDriver, clients: ['etcd3', 'cockatiel'], options: ['prefix', 'fenceTtl'] }
 const HTTP: Store = { load: async () => (await import('./http/index.js')).createHttpDriver, clients: [], options: ['session'] }
 /** The same store over TLS: its options and `ca` (a private CA's file). */
@@ -38,11 +43,14 @@ const STORES: Record<string, Store> = {
   'redis+cluster': REDIS,
   'postgres': POSTGRES,
   'postgresql': POSTGRES,
+  'mysql': MYSQL,
+  'mariadb': MYSQL,
   'etcd': ETCD,
   'etcds': withCa(ETCD),
   'zk': { load: async () => (await import('./zookeeper/index.js')).createZkDriver, clients: ['node-zookeeper-client'], options: ['fenceTtl'] },
   'http': HTTP,
-  'https': HTTP,
+  // A private CA, and a client certificate for a server started with --tls-ca.
+  'https': { ...withCa(HTTP), options: [...HTTP.options, 'ca', 'cert', 'key'] },
   'redlock': {
     load: async () => (await import('./redlock/index.js')).createRedlockDriver,
     clients: ['ioredis'],

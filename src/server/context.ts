@@ -4,6 +4,7 @@ import { OPEN, type Access } from './auth.js'
 import type { DataDir } from './data-dir.js'
 import type { EventHub } from './events.js'
 import type { LeaseDesk } from './leases.js'
+import type { LeaseIds } from './lease-id.js'
 import { HttpError } from './http-errors.js'
 import type { LeaseCaps, Quotas, WaitLimits } from './limits.js'
 import { monotonicNow } from '../core/clock.js'
@@ -26,6 +27,10 @@ export interface ServerContext {
   readonly eventBufferBytes: number
   /** Caps on ttl and lock delay. */
   readonly caps: LeaseCaps
+  /** The ttl of a grant that asks none: 30 s, or --max-ttl when that is shorter. */
+  readonly defaultTtlMs: number
+  /** Mints and checks lease ids under the secret of this store's servers. */
+  readonly leaseIds: LeaseIds
   /** Monotonic instant before which grants are refused after a start without --data-dir (0: none). */
   readonly grantsFrom: number
   /** Waiting acquires by the client's waitId, so DELETE /v1/waits/{waitId} can end them. */
@@ -67,7 +72,7 @@ export function restartWaitReason(ctx: ServerContext, leftMs: number): string {
   const s = Math.ceil(leftMs / 1000)
   return ctx.dataDir
     ? `the server restarted without its leases and grants nothing for ${s} s more, until every lease it could have granted before has run out`
-    : `the server started without --data-dir, so a lease granted by its previous run may still be held: it grants nothing for ${s} s more, the longest ttl and lock delay it allows (--max-ttl, --max-lock-delay)`
+    : `the server started without --data-dir, so a lease granted by its previous run may still be held: it grants nothing for ${s} s more, the longest ttl and lock delay a previous run could grant (--max-ttl or the 30 s default ttl, whichever is longer, plus --max-lock-delay)`
 }
 
 /** 503 while shutting down or while a restarted embedded store waits out the leases it may have granted before. */

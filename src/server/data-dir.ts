@@ -17,6 +17,8 @@ interface State {
   leasesEndBy: number
   /** The longest ttl + lock delay ever granted: bounds the wait after a restart whatever the wall clock did. */
   longestLeaseMs: number
+  /** The lease secret of this server (lease-id.ts), when the operator gave none: ids stay good across a restart. */
+  leaseSecret?: string
 }
 
 /**
@@ -54,6 +56,15 @@ export class DataDir {
     const waitMs = previous ? Math.max(0, Math.min(previous.longestLeaseMs, previous.leasesEndBy - Date.now())) : 0
     this.grantsFrom = waitMs > 0 ? monotonicNow() + waitMs + 1 : 0
     this.reserve()
+  }
+
+  /** The lease secret kept here, made (and written) on first use. */
+  leaseSecret(make: () => string): string {
+    if (this.state.leaseSecret === undefined) {
+      this.state.leaseSecret = make()
+      this.write()
+    }
+    return this.state.leaseSecret
   }
 
   /** Milliseconds until grants are allowed (0 when they are). */
@@ -126,7 +137,8 @@ export class DataDir {
 
   private write(): void {
     const temp = `${this.file}.tmp`
-    writeFileSync(temp, JSON.stringify(this.state))
+    // Owner-only: it may hold the lease secret.
+    writeFileSync(temp, JSON.stringify(this.state), { mode: 0o600 })
     const fd = openSync(temp, 'r')
     try {
       fsyncSync(fd)
@@ -153,7 +165,8 @@ function readState(file: string): State | undefined {
   }
   try {
     const state = JSON.parse(text) as State
-    if (!/^\d+$/.test(state.tokensReserved) || !Number.isFinite(state.leasesEndBy) || !Number.isFinite(state.longestLeaseMs)) throw new Error('bad fields')
+    if (!/^\d+$/.test(state.tokensReserved) || !Number.isFinite(state.leasesEndBy) || !Number.isFinite(state.longestLeaseMs) ||
+      (state.leaseSecret !== undefined && (typeof state.leaseSecret !== 'string' || state.leaseSecret.length < 16))) throw new Error('bad fields')
     return state
   } catch (cause) {
     throw invalidArgument(`the state file ${file} is damaged (${(cause as Error).message}); move it away only if no lease of the old server can still be held`)

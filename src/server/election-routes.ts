@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { MAX_VALUE_BYTES } from '../core/driver.js'
-import { validateName } from '../core/names.js'
+import { requestName } from './lease-secret.js'
 import { demand } from './auth.js'
 import { accessOf, tenantOf, type ServerContext } from './context.js'
 import { HttpError } from './http-errors.js'
@@ -32,7 +32,7 @@ export function electionRoutes(
   })
 
   app.get<NameParams>('/v1/elections/:name', { schema: electionSchemas.leader }, async (request) => {
-    const name = validateName(request.params.name)
+    const name = requestName(request.params.name)
     demand(accessOf(request), 'read', name)
     const holder = leaderHold(await baton.driver.inspect(name))
     if (!holder) return { leader: null }
@@ -60,7 +60,7 @@ export function electionRoutes(
   })
 
   app.get<NameParams>('/v1/elections/:name/events', { schema: electionSchemas.leaderEvents, config: { streams: true } as Record<string, unknown> }, async (request, reply) => {
-    const name = validateName(request.params.name)
+    const name = requestName(request.params.name)
     demand(accessOf(request), 'read', name)
     const election = baton.election(name)
     const stop = new AbortController()
@@ -106,8 +106,8 @@ export function electionRoutes(
 
   /** The election's lease: named in the body or the Baton-Lease-Id header, and of this election's name. */
   function leaseOfElection(request: FastifyRequest<NameParams & LeaseBody>) {
-    const name = validateName(request.params.name)
-    const ref = leaseOf(request, request.body.leaseId)
+    const name = requestName(request.params.name)
+    const ref = leaseOf(ctx, request, request.body.leaseId)
     if (ref.name !== name) throw new HttpError('INVALID_ARGUMENT', `this lease is of "${ref.name}", not of the election "${name}"`)
     // A read or permit hold shares the name with others: it is not a leadership, and its value would name one of several.
     if (ref.mode !== 'exclusive') throw new HttpError('INVALID_ARGUMENT', `this lease is a "${ref.mode}" hold of "${name}", not a leadership (an exclusive hold)`)

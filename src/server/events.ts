@@ -83,6 +83,11 @@ export class EventHub {
     this.enders.add(listener)
   }
 
+  /** A lease ended that this server renewed but did not grant: its enders hear it (quotas), nobody else does. */
+  ended(owner: string): void {
+    for (const ender of this.enders) ender(owner)
+  }
+
   count(counter: Counter): () => void {
     this.counters.add(counter)
     return () => this.counters.delete(counter)

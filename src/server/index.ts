@@ -6,7 +6,7 @@ import { tenantOf, type ServerContext } from './context.js'
 import type { DataDir } from './data-dir.js'
 import { DEFAULT_EVENT_RING, EventHub } from './events.js'
 import { errorSchema, HttpError, sendError, toHttpError } from './http-errors.js'
-import { checkCaps, DEFAULT_LEASE_CAPS, DEFAULT_TENANT_QUOTAS, DEFAULT_WAIT_CAPS, Quotas, WaitLimits, type LeaseCaps, type TenantQuotas, type WaitCaps } from './limits.js'
+import { checkCaps, defaultTtlOf, DEFAULT_LEASE_CAPS, DEFAULT_TENANT_QUOTAS, DEFAULT_WAIT_CAPS, Quotas, WaitLimits, type LeaseCaps, type TenantQuotas, type WaitCaps } from './limits.js'
 import { parseWait } from '../core/options.js'
 import { monotonicNow } from '../core/clock.js'
 import { Metrics } from './metrics.js'
@@ -17,6 +17,8 @@ import { openapiOptions } from './openapi.js'
 import { coerceIntegerQuery, componentSchemas, integerQueryFields } from './schemas.js'
 import { requestGuard, type OriginRules, type RequestGuard } from './origin.js'
 import { LeaseDesk } from './leases.js'
+import { LeaseIds } from './lease-id.js'
+import { newSecret, StoreSecret } from './lease-secret.js'
 import { RequestWindow } from './request-window.js'
 import { sessionRoutes } from './session-routes.js'
 import { SessionTable } from './sessions.js'
@@ -34,6 +36,21 @@ function waitOf(body: unknown): number {
   } catch {
     return 0
   }
+}
+
+/** The lease ids of this server: under the operator's secret, else the store's, the data directory's or this process's. */
+async function leaseSecretOf(options: LockServerOptions, caps: LeaseCaps): Promise<{ ids: LeaseIds; source: LockServer['leaseSecretSource']; store?: StoreSecret }> {
+  if (options.leaseSecret !== undefined) return { ids: new LeaseIds(options.leaseSecret), source: 'operator' }
+  if (options.privateStore) {
+    // The embedded store dies with the process: no other server shares it.
+    const kept = options.dataDir?.leaseSecret(newSecret)
+    return { ids: new LeaseIds(kept ?? newSecret()), source: kept ? 'data-dir' : 'process' }
+  }
+  const candidate = newSecret()
+  const ids = new LeaseIds(candidate)
+  const { baton } = options
+  const store = await StoreSecret.open(baton.driver, ids, candidate, baton.keeper.clientId, caps.maxTtlMs + caps.maxLockDelayMs)
+  return { ids, source: 'store', store }
 }
 
 /** A route option's hooks as an array (fastify takes one function or several). */
@@ -73,6 +90,13 @@ export interface LockServerOptions {
   maxConnections?: number
   /** How often Node checks the two timeouts above (default 1 s). */
   timeoutCheckMs?: number
+  /**
+   * The secret lease ids are authenticated under (lease-id.ts), shared by
+   * every server of the store: --lease-secret. Without it, the store keeps
+   * one (lease-secret.ts), or for the embedded store the data directory, or
+   * else this process.
+   */
+  leaseSecret?: string
   /** Largest request body in bytes (default 64 KiB: a batch extend of ~150 lease ids per KiB). */
   bodyLimit?: number
   /** Longest plain JSON long-poll, answered 202 "still waiting" after it (default 50 s); NDJSON heartbeats every third of it. */
@@ -87,6 +111,8 @@ export interface LockServer {
   readonly app: FastifyInstance
   /** The URL of the address bound (http://0.0.0.0:7420 for all interfaces). */
   listen(host: string, port: number): Promise<string>
+  /** Where the lease secret comes from, for the start-up line. */
+  readonly leaseSecretSource: 'operator' | 'store' | 'data-dir' | 'process'
   /** Graceful: stop accepting, answer waiting acquires 503, end event streams; held leases run to their ttl. */
   close(): Promise<void>
   /** Reads the TLS files again for new connections (SIGHUP); throws, keeping the old ones, when they are not usable. Undefined without TLS. */
@@ -119,9 +145,10 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
     },
   })
   const caps = options.caps ?? DEFAULT_LEASE_CAPS
+  const secrets = await leaseSecretOf(options, caps)
   const restartWaitMs = options.restartWaitMs ?? 0
   const ctx: ServerContext = {
-    baton, hub, desk, metrics, limits, dataDir: options.dataDir, caps, quotas,
+    baton, hub, desk, metrics, limits, dataDir: options.dataDir, caps, quotas, defaultTtlMs: defaultTtlOf(caps), leaseIds: secrets.ids,
     eventBufferBytes: options.eventBufferBytes ?? 1024 * 1024,
     grantsFrom: restartWaitMs > 0 ? monotonicNow() + restartWaitMs : 0,
     waits: new Map(), requests: new Set(), waiting: new Set(), streams, shuttingDown: false,
@@ -150,7 +177,7 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
   })
   app.addSchema(errorSchema)
   for (const schema of componentSchemas) app.addSchema(schema)
-  await app.register(swagger, openapiOptions())
+  await app.register(swagger, openapiOptions(ctx.defaultTtlMs))
   app.server.maxConnections = options.maxConnections ?? 8192
   // Set when listening (the rules depend on the address bound); open probes are not checked.
   let guard: RequestGuard | undefined
@@ -262,6 +289,9 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
   return {
     app,
     reloadTls: certificates ? () => certificates.reload() : undefined,
+    get leaseSecretSource() {
+      return secrets.store && !secrets.store.shared ? 'process' as const : secrets.source
+    },
     async listen(host, port) {
       guard = requestGuard(host, options.origins)
       const first = await app.listen({ host, port })
@@ -273,6 +303,7 @@ export async function createLockServer(options: LockServerOptions): Promise<Lock
     async close() {
       ctx.shuttingDown = true
       certificates?.close()
+      secrets.store?.close()
       for (const controller of ctx.waiting) controller.abort(new Error('the server is shutting down'))
       for (const stream of ctx.streams) stream.end()
       await app.close()

@@ -1,7 +1,8 @@
 import * as crypto from 'node:crypto'
-import { createHash } from 'node:crypto'
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
 import type { HoldMode, HoldRef, LockKind } from '../core/driver.js'
 import { MAX_DURATION_MS } from '../core/duration.js'
+import { invalidArgument } from '../core/errors.js'
 import { validateName } from '../core/names.js'
 
 /**
@@ -9,15 +10,21 @@ import { validateName } from '../core/names.js'
  * token, ttl), so any server sharing the store can extend or release a lease
  * another granted: servers keep no table of leases.
  *
- * What makes them unforgeable is the owner: 128 random bits (Keeper's secret
- * owners) that the store checks on every extend and release, and that the
- * server never shows: inspect, list, events and the dashboard show only
- * `ownerDigest(owner)`, a one-way hash. Knowing a name, a token and a digest
- * is therefore not enough to act on a lease; no server secret is needed, so
- * servers behind a load balancer need no shared key.
+ * Two things make them unforgeable:
+ * - the owner: 128 random bits (Keeper's secret owners) that the store checks
+ *   on every extend and release, and that the server never shows (inspect,
+ *   list, events and the dashboard show only `ownerDigest(owner)`), so nobody
+ *   can name another client's hold;
+ * - a MAC: HMAC-SHA256 (its first 128 bits) under a key the servers of one
+ *   store share (src/server/lease-secret.ts), over every other byte of the
+ *   id, so a client can change nothing in its own id either (a longer ttl or
+ *   lock delay, another mode or weight), and an id minted by a server of
+ *   another store is not one of this store's. The ttl and lock delay in an
+ *   id are still only what was asked: every renewal holds them to the caps
+ *   in force then.
  */
 export interface LeaseRef extends HoldRef {
-  /** The ttl asked for at acquire: the default of a later extend. */
+  /** The ttl asked for at acquire: the default of a later extend (capped by --max-ttl at that time). */
   readonly ttlMs: number
 }
 
@@ -33,41 +40,88 @@ export const MAX_LEASE_ID_LENGTH = 1024
  * A compact binary layout, base64url: parsing JSON and checking ten fields
  * of an array by regex cost a visible share of each request.
  *
- *   u8 version (2) · u8 kind | mode << 2 | fair << 4 | weighted << 5 ·
+ *   u8 version (3) · u8 kind | mode << 2 | fair << 4 | weighted << 5 ·
  *   varint permits · [varint weight, when weighted] ·
  *   varint lockDelayMs · varint ttlMs · u8 n + n ASCII digits of the token ·
- *   u8 n + n ASCII bytes of the owner · the name in UTF-8 (the rest)
+ *   u8 n + n ASCII bytes of the owner · the name in UTF-8 ·
+ *   16 bytes of MAC over everything before it
  *
- * A permit of weight 1 leaves the weighted bit clear, so its id is the one
- * earlier servers issue and read; a weighted permit's id (weighted permits)
- * is read only by servers that know the bit, older ones refuse it as malformed.
+ * Version 2 (the same without the MAC) is refused: an unsigned id proves
+ * nothing, so a lease granted by an older server is renewed through it only.
  */
-const VERSION = 2
-const scratch = Buffer.allocUnsafe(2 * MAX_LEASE_ID_LENGTH)
+const VERSION = 3
+const MAC_BYTES = 16
+/** Keys derived from the shared secret for this use only, so the secret itself never meets a client's bytes. */
+const KEY_LABEL = 'baton lease id v3'
+/** Shortest secret accepted (--lease-secret): 128 bits of a random hex or base64 text. */
+export const MIN_SECRET_BYTES = 16
 
-export function encodeLeaseId(ref: HoldRef, ttlMs: number): string {
-  const buf = scratch
-  buf[0] = VERSION
-  const weight = ref.weight ?? 1
-  buf[1] = KINDS.indexOf(ref.kind) | (MODES.indexOf(ref.mode) << 2) | (ref.fair ? 16 : 0) | (weight > 1 ? 32 : 0)
-  let at = writeVarint(buf, 2, ref.permits)
-  if (weight > 1) at = writeVarint(buf, at, weight)
-  at = writeVarint(buf, at, ref.lockDelayMs)
-  at = writeVarint(buf, at, ttlMs)
-  const token = ref.token.toString()
-  buf[at] = token.length
-  at += 1 + buf.write(token, at + 1, 'latin1')
-  buf[at] = ref.owner.length
-  at += 1 + buf.write(ref.owner, at + 1, 'latin1')
-  at += buf.write(ref.name, at, 'utf8')
-  return buf.toString('base64url', 0, at)
+/**
+ * Encodes and checks lease ids under the servers' shared secret. `previous`
+ * secrets are still accepted (never used to mint): the store's secret can be
+ * replaced while ids under the old one are in use (lease-secret.ts).
+ */
+export class LeaseIds {
+  private key: Buffer
+  private older: Buffer[] = []
+  private readonly scratch = Buffer.allocUnsafe(2 * MAX_LEASE_ID_LENGTH)
+
+  constructor(secret: string | Buffer) {
+    this.key = deriveKey(secret)
+  }
+
+  /** Mints with `secret` from now on; ids under the one it replaces stay good. */
+  rekey(secret: string | Buffer): void {
+    const key = deriveKey(secret)
+    if (key.equals(this.key)) return
+    this.older = [this.key, ...this.older].slice(0, 2)
+    this.key = key
+  }
+
+  encode(ref: HoldRef, ttlMs: number): string {
+    const buf = this.scratch
+    buf[0] = VERSION
+    const weight = ref.weight ?? 1
+    buf[1] = KINDS.indexOf(ref.kind) | (MODES.indexOf(ref.mode) << 2) | (ref.fair ? 16 : 0) | (weight > 1 ? 32 : 0)
+    let at = writeVarint(buf, 2, ref.permits)
+    if (weight > 1) at = writeVarint(buf, at, weight)
+    at = writeVarint(buf, at, ref.lockDelayMs)
+    at = writeVarint(buf, at, ttlMs)
+    const token = ref.token.toString()
+    buf[at] = token.length
+    at += 1 + buf.write(token, at + 1, 'latin1')
+    buf[at] = ref.owner.length
+    at += 1 + buf.write(ref.owner, at + 1, 'latin1')
+    at += buf.write(ref.name, at, 'utf8')
+    at += mac(this.key, buf.subarray(0, at)).copy(buf, at)
+    return buf.toString('base64url', 0, at)
+  }
+
+  /** The ref in a lease id, or null for anything that is not a lease id a server of this store minted. */
+  decode(id: string): LeaseRef | null {
+    if (id.length > MAX_LEASE_ID_LENGTH || !/^[A-Za-z0-9_-]+$/.test(id)) return null
+    const whole = Buffer.from(id, 'base64url')
+    if (whole.length < 8 + MAC_BYTES || whole[0] !== VERSION) return null
+    const buf = whole.subarray(0, whole.length - MAC_BYTES)
+    const tag = whole.subarray(whole.length - MAC_BYTES)
+    // Checked before anything is read from the id: every key in constant time, whichever matches.
+    let good = false
+    for (const key of [this.key, ...this.older]) good = timingSafeEqual(mac(key, buf), tag) || good
+    return good ? parse(buf) : null
+  }
 }
 
-/** The ref in a lease id, or null for anything that is not a well-formed lease id. */
-export function decodeLeaseId(id: string): LeaseRef | null {
-  if (id.length > MAX_LEASE_ID_LENGTH || !/^[A-Za-z0-9_-]+$/.test(id)) return null
-  const buf = Buffer.from(id, 'base64url')
-  if (buf.length < 8 || buf[0] !== VERSION) return null
+function deriveKey(secret: string | Buffer): Buffer {
+  if (Buffer.byteLength(secret) < MIN_SECRET_BYTES) throw invalidArgument(`a lease secret must be at least ${MIN_SECRET_BYTES} bytes`)
+  return createHmac('sha256', secret).update(KEY_LABEL).digest()
+}
+
+function mac(key: Buffer, bytes: Buffer): Buffer {
+  return createHmac('sha256', key).update(bytes).digest().subarray(0, MAC_BYTES)
+}
+
+/** The fields of an authenticated id; still checked, as an id minted by a server with other rules could differ. */
+function parse(buf: Buffer): LeaseRef | null {
   const flags = buf[1]!
   const kind = KINDS[flags & 3]
   const mode = MODES[(flags >> 2) & 3]

@@ -16,6 +16,8 @@ interface Tracked {
   deadline: number
   /** Stops the store's wake-ups for this lease (see LeaseDesk.granted). */
   unwatch: () => void
+  /** Granted by another server or an earlier run, renewed through this one (see LeaseDesk.adopt): its end is told to quotas only. */
+  readonly adopted?: boolean
 }
 
 /**
@@ -70,20 +72,42 @@ export class LeaseDesk {
   }
 
   granted(ref: HoldRef, ttlMs: number, waitedMs: number): void {
+    this.track(ref, ttlMs, false)
+    this.hub.emit('grant', ref, Math.round(waitedMs))
+  }
+
+  /**
+   * A lease this server did not grant (another server's, or this server's
+   * before a restart), renewed through it: tracked from now on, so that the
+   * token that renews it here has it counted against its hold quota until it
+   * ends. No event: the server that granted it reports it.
+   */
+  adopt(ref: HoldRef, ttlMs: number): void {
+    if (this.held.has(ref.owner)) return
+    this.track(ref, ttlMs, true)
+  }
+
+  private track(ref: HoldRef, ttlMs: number, adopted: boolean): void {
     // A repeated request id is granted its lease again: one watch per owner still.
     this.held.get(ref.owner)?.unwatch()
-    const tracked: Tracked = { name: ref.name, token: ref.token, mode: ref.mode, deadline: Date.now() + ttlMs, unwatch: NOTHING_TO_UNWATCH }
+    const tracked: Tracked = { name: ref.name, token: ref.token, mode: ref.mode, deadline: Date.now() + ttlMs, unwatch: NOTHING_TO_UNWATCH, ...(adopted ? { adopted } : {}) }
     if (this.othersCanRelease) tracked.unwatch = this.driver.watch(ref.name, ref.owner, (wake) => this.endedElsewhere(ref.owner, tracked, wake))
     this.held.set(ref.owner, tracked)
     this.file(ref.owner, tracked)
-    this.hub.emit('grant', ref, Math.round(waitedMs))
+  }
+
+  /** Tells the end of a tracked lease: an event for leases this server granted, quotas only for adopted ones. */
+  private report(type: 'release' | 'expire' | 'lost', ref: HoldRef | { name: string; owner: string; token: bigint; mode: HoldMode }, tracked: Tracked): void {
+    if (tracked.adopted) this.hub.ended(ref.owner)
+    else this.hub.emit(type, ref)
   }
 
   async release(ref: HoldRef): Promise<boolean> {
     const held = await this.driver.release(ref)
     const tracked = this.take(ref)
     // Each server reports the leases it granted, wherever they are released.
-    if (held && ref.owner.startsWith(this.ownPrefix)) this.hub.emit('release', ref)
+    if (tracked?.adopted) this.hub.ended(ref.owner)
+    else if (held && ref.owner.startsWith(this.ownPrefix)) this.hub.emit('release', ref)
     else if (!held && tracked) this.hub.emit('expire', ref)
     return held
   }
@@ -100,8 +124,9 @@ export class LeaseDesk {
           tracked.deadline = now + result.ttlMs
           this.file(ref.owner, tracked)
         }
-      } else if (this.take(ref)) {
-        this.hub.emit('lost', ref)
+      } else {
+        const tracked = this.take(ref)
+        if (tracked) this.report('lost', ref, tracked)
       }
     })
     return results
@@ -141,7 +166,8 @@ export class LeaseDesk {
     const released = await this.driver.forceRelease(name)
     for (const holder of before?.holders ?? []) {
       const ref = { name, owner: holder.owner, token: holder.token, mode: holder.mode }
-      if (this.take(ref)) this.hub.emit('lost', ref)
+      const tracked = this.take(ref)
+      if (tracked) this.report('lost', ref, tracked)
       if (released) this.hub.emit('forced', ref, undefined, by)
     }
     return released
@@ -165,7 +191,7 @@ export class LeaseDesk {
     if (wake.type !== 'lost' || this.held.get(owner) !== tracked) return
     const ref = { name: tracked.name, owner, token: tracked.token, mode: tracked.mode }
     this.take(ref)
-    this.hub.emit(wake.cause === 'released' ? 'release' : 'lost', ref)
+    this.report(wake.cause === 'released' ? 'release' : 'lost', ref, tracked)
   }
 
   /** Records kept: leases tracked plus deadline entries filed (some stale); 0 when nothing is held. */
@@ -248,7 +274,7 @@ export class LeaseDesk {
     if (this.held.get(owner) !== tracked) return
     if (expiresAt === undefined) {
       this.take(ref)
-      return this.hub.emit('expire', ref)
+      return this.report('expire', ref, tracked)
     }
     // Renewed through another server, or the store is a little late: look again once its lease is over.
     tracked.deadline = Math.max(expiresAt, Date.now())

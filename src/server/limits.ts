@@ -59,6 +59,20 @@ export interface LeaseCaps {
  */
 export const DEFAULT_LEASE_CAPS: LeaseCaps = { maxTtlMs: 5 * 60_000, maxLockDelayMs: 60_000 }
 
+/** The ttl of a grant that asks none, unless --max-ttl is shorter (then the cap). */
+export const DEFAULT_TTL_MS = 30_000
+
+export const defaultTtlOf = (caps: LeaseCaps): number => Math.min(DEFAULT_TTL_MS, caps.maxTtlMs)
+
+/**
+ * How long a server that keeps no state waits after a start: the longest
+ * lease a previous run could have granted. Its --max-ttl (assumed the same),
+ * or 30 s when that is more: servers before the default was clamped to the
+ * cap granted 30 s to an acquire that asked no ttl, whatever the cap; and
+ * its lock delay after that.
+ */
+export const restartWaitOf = (caps: LeaseCaps): number => Math.max(caps.maxTtlMs, DEFAULT_TTL_MS) + caps.maxLockDelayMs
+
 /** 400 when a request asks for a ttl or lock delay above the caps; unparsable values are left to the route. */
 export function checkCaps(caps: LeaseCaps, body: unknown): void {
   if (!body || typeof body !== 'object') return

@@ -5,14 +5,13 @@ import { monotonicNow } from '../core/clock.js'
 import { parseDuration } from '../core/duration.js'
 import { isBatonError } from '../core/errors.js'
 import { compareNames } from '../core/list.js'
-import { validateName } from '../core/names.js'
 import { parseWait } from '../core/options.js'
 import { demand } from './auth.js'
 import { accessOf, refuseGrantsIfNotReady, shuttingDown, tenantOf, type ServerContext } from './context.js'
 import { kindOf } from './events.js'
 import { HttpError } from './http-errors.js'
-import { decodeLeaseId } from './lease-id.js'
-import { AnswerStream, clipped, DEFAULT_TTL_MS, grantBody, NDJSON } from './routes.js'
+import { requestName } from './lease-secret.js'
+import { AnswerStream, clipped, grantBody, NDJSON } from './routes.js'
 import { multiSchemas } from './schemas.js'
 
 interface MultiBody {
@@ -38,7 +37,7 @@ export function multiRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const access = accessOf(request)
     const lockDelayMs = body.lockDelay === undefined ? 0 : parseDuration(body.lockDelay, 'lockDelay', { allowZero: true })
     const specs: LockSpec[] = body.locks.map((part) => {
-      const name = validateName(part.name)
+      const name = requestName(part.name)
       demand(access, 'lock', name)
       const mode = part.mode ?? 'exclusive'
       return { name, kind: kindOf(mode), mode, fair: body.fair ?? false, permits: 1, lockDelayMs }
@@ -49,7 +48,7 @@ export function multiRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // The acquire hook checked room for one hold; a set takes one per name.
     ctx.quotas.check(tenantOf(request), 'holds', specs.length)
     refuseGrantsIfNotReady(ctx)
-    const ttlMs = body.ttl === undefined ? DEFAULT_TTL_MS : ctx.baton.ttl(body.ttl)
+    const ttlMs = body.ttl === undefined ? ctx.defaultTtlMs : ctx.baton.ttl(body.ttl)
     const waitMs = body.wait === undefined ? 0 : parseWait(body.wait, 0)
     const stream = waitMs > 0 && request.headers.accept === NDJSON ? new AnswerStream(reply, Math.max(10, Math.floor(ctx.pollMaxMs / 3))) : undefined
     // A plain JSON answer can not say "still waiting" for a set (it holds parts meanwhile): it waits at most one poll.
@@ -90,7 +89,7 @@ export function multiRoutes(app: FastifyInstance, ctx: ServerContext): void {
           const leftMs = Math.max(0, Math.floor(until - now))
           ctx.desk.granted(grant.ref, leftMs, grant.waitedMs)
           ctx.dataDir?.noteLease(grant.ref.lockDelayMs + leftMs)
-          return grantBody(grant.ref, ttlMs, leftMs)
+          return grantBody(ctx.leaseIds, grant.ref, ttlMs, leftMs)
         }),
       }
       return stream ? stream.end(answer) : answer
@@ -116,8 +115,8 @@ export function multiRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Body: { leases: string[] } }>('/v1/multi/release', { schema: multiSchemas.releaseMulti }, async (request) => {
     const access = accessOf(request)
     const refs = request.body.leases.map((id) => {
-      const ref = decodeLeaseId(id)
-      if (!ref) throw new HttpError('NOT_FOUND', 'this is not a lease id of a baton server')
+      const ref = ctx.leaseIds.decode(id)
+      if (!ref) throw new HttpError('NOT_FOUND', 'this is not a lease id of a server of this store (unknown, edited, or from another store)')
       demand(access, 'lock', ref.name)
       return ref
     })

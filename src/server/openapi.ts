@@ -90,7 +90,17 @@ function completeOperation(method: string, path: string, operation: Operation): 
   }
 }
 
-export function openapiOptions(): SwaggerOptions {
+/** The schemas say the stock default ttl; the document says this server's (clamped to --max-ttl). */
+function withDefaultTtl(value: unknown, ttl: string): unknown {
+  if (typeof value === 'string') return value.replaceAll("(default '30s')", `(default '${ttl}' on this server)`)
+  if (Array.isArray(value)) return value.map((item) => withDefaultTtl(item, ttl))
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withDefaultTtl(v, ttl)]))
+  return value
+}
+
+/** `defaultTtlMs`: the ttl of a grant that asks none, on this server. */
+export function openapiOptions(defaultTtlMs = 30_000): SwaggerOptions {
+  const ttl = defaultTtlMs % 1000 === 0 ? `${defaultTtlMs / 1000}s` : `${defaultTtlMs}ms`
   return {
     openapi: {
       openapi: '3.0.3',
@@ -133,7 +143,7 @@ export function openapiOptions(): SwaggerOptions {
           if (item[method]) completeOperation(method, path, item[method]!)
         }
       }
-      return document as never
+      return (ttl === '30s' ? document : withDefaultTtl(document, ttl)) as never
     },
   }
 }

@@ -87,6 +87,7 @@ export function opsRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
   app.get('/v1/info', { schema: schemas.info }, async () => ({
     store: ctx.baton.store, capabilities: ctx.baton.driver.capabilities, version: VERSION,
+    defaultTtlMs: ctx.defaultTtlMs, maxTtlMs: ctx.caps.maxTtlMs, maxLockDelayMs: ctx.caps.maxLockDelayMs,
   }))
 
   app.get('/healthz', { schema: schemas.health, config: { open: true } }, async () => ({ ok: true }))

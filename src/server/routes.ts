@@ -1,19 +1,20 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { MAX_DESCRIPTION_BYTES, type HoldRef, type LockSpec } from '../core/driver.js'
+import { MAX_DESCRIPTION_BYTES, type ExtendResult, type HoldRef, type LockSpec } from '../core/driver.js'
 import { monotonicNow } from '../core/clock.js'
 import type { DetachedGrant } from '../core/keeper.js'
 import type { LockView } from '../baton.js'
 import { parseDuration } from '../core/duration.js'
 import { isBatonError } from '../core/errors.js'
-import { validateName, validatePrefix } from '../core/names.js'
+import { validatePrefix } from '../core/names.js'
+import { isReserved, requestName } from './lease-secret.js'
 import { parseWait, parseWeight } from '../core/options.js'
 import { compareNames } from '../core/list.js'
 import { demand } from './auth.js'
 import { accessOf, refuseGrantsIfNotReady, tenantOf, shuttingDown, type ServerContext } from './context.js'
 import { kindOf } from './events.js'
 import { HttpError, toHttpError } from './http-errors.js'
-import { decodeLeaseId, encodeLeaseId, idempotentOwner, ownerDigest, type LeaseRef } from './lease-id.js'
+import { idempotentOwner, ownerDigest, type LeaseIds, type LeaseRef } from './lease-id.js'
 import { schemas, sessionSchemas } from './schemas.js'
 import { LongPoll, STILL_WAITING } from './waits.js'
 import { checkedValue, electionRoutes } from './election-routes.js'
@@ -43,12 +44,12 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const keeper = baton.keeper
 
   const acquire = async (request: FastifyRequest<NameParams & { Body: AcquireBody }>, reply: FastifyReply) => {
-    const name = validateName(request.params.name)
+    const name = requestName(request.params.name)
     demand(accessOf(request), 'lock', name)
     refuseGrantsIfNotReady(ctx)
     const body = request.body
     const spec = specOf(name, body)
-    const ttlMs = body.ttl === undefined ? DEFAULT_TTL_MS : baton.ttl(body.ttl)
+    const ttlMs = body.ttl === undefined ? ctx.defaultTtlMs : baton.ttl(body.ttl)
     const waitMs = body.wait === undefined ? 0 : parseWait(body.wait, 0)
     const session = body.session === undefined ? undefined : ctx.sessions.demand(body.session, accessOf(request))
     const resumed = waitMs > 0 && body.waitId !== undefined ? ctx.waits.get(body.waitId) : undefined
@@ -119,7 +120,7 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
       ctx.desk.granted(grant.ref, leftMs, grant.waitedMs)
       ctx.dataDir?.noteLease(spec.lockDelayMs + leftMs)
       if (owner !== undefined) ctx.outcomes.remember(owner, grant.ref.token)
-      const answer = grantBody(grant.ref, ttlMs, leftMs)
+      const answer = grantBody(ctx.leaseIds, grant.ref, ttlMs, leftMs)
       return stream ? stream.end(answer) : answer
     } catch (error) {
       outcome = isBatonError(error) || error instanceof HttpError ? (error as { code: string }).code.toLowerCase() : 'error'
@@ -145,40 +146,45 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
   })
 
   app.post<LeaseParams & { Body: { ttl?: Duration } }>('/v1/leases/:leaseId/extend', { schema: schemas.extend }, async (request) => {
-    const ref = leaseOf(request, request.params.leaseId)
+    const ref = leaseOf(ctx, request, request.params.leaseId)
     refuseIfClosing(ctx)
-    const ttlMs = request.body?.ttl === undefined ? ref.ttlMs : baton.ttl(request.body.ttl)
-    const [result] = await ctx.desk.extend([ref], ttlMs)
-    if (result!.status === 'lost') throw leaseGone(ref.name)
-    ctx.dataDir?.noteLease(ref.lockDelayMs + result!.ttlMs)
-    return grantBody(ref, ref.ttlMs, result!.ttlMs)
+    const ttlMs = renewalTtl(ctx, ref, request.body?.ttl)
+    const refusal = renewalRefusal(ctx, ref)
+    if (refusal) throw new HttpError('INVALID_ARGUMENT', refusal)
+    const [result] = await renew(ctx, tenantOf(request), [ref], ttlMs)
+    if (result?.status !== 'extended') throw leaseGone(ref.name)
+    ctx.dataDir?.noteLease(ref.lockDelayMs + result.ttlMs)
+    return grantBody(ctx.leaseIds, ref, ref.ttlMs, result.ttlMs)
   })
 
   app.post<{ Body: { leases: string[]; ttl?: Duration; session?: string } }>('/v1/leases/extend', { schema: schemas.extendMany }, async (request) => {
     refuseIfClosing(ctx)
     const access = accessOf(request)
+    const tenant = tenantOf(request)
     // An unknown session (ended, or another server's) is no error: the renewal stands, the answer says the leases did not join it.
     const session = request.body.session === undefined ? undefined : ctx.sessions.find(request.body.session, access)
     let joined = session !== undefined
-    const ttl = request.body.ttl === undefined ? undefined : baton.ttl(request.body.ttl)
     const results: { leaseId: string; status: 'extended' | 'lost' | 'forbidden'; expiresAt?: number; ttlMs?: number }[] =
       request.body.leases.map((leaseId) => ({ leaseId, status: 'lost' }))
     // One store batch per ttl: the watchdog sends one ttl for all, so usually one batch.
     const byTtl = new Map<number, { index: number; ref: LeaseRef }[]>()
     request.body.leases.forEach((leaseId, index) => {
-      const ref = decodeLeaseId(leaseId)
+      // Not a lease id of this store's servers (edited, forged, another store's): answered as lost, never renewed.
+      const ref = ctx.leaseIds.decode(leaseId)
       if (!ref) return
-      if (!access.allows('lock', ref.name)) return void (results[index]!.status = 'forbidden')
-      const ttlMs = ttl ?? ref.ttlMs
+      if (!access.allows('lock', ref.name) || renewalRefusal(ctx, ref)) return void (results[index]!.status = 'forbidden')
+      const ttlMs = renewalTtl(ctx, ref, request.body.ttl)
       const group = byTtl.get(ttlMs) ?? []
       group.push({ index, ref })
       byTtl.set(ttlMs, group)
     })
     for (const [ttlMs, group] of byTtl) {
-      const extended = await ctx.desk.extend(group.map((g) => g.ref), ttlMs)
+      // Leases past the token's hold quota (not counted here yet) come back forbidden, not renewed.
+      const extended = await renew(ctx, tenant, group.map((g) => g.ref), ttlMs, true)
       let longest = 0
       group.forEach(({ index, ref }, i) => {
         const result = extended[i]!
+        if (result.status === 'forbidden') return void (results[index]!.status = 'forbidden')
         if (result.status !== 'extended') return
         longest = Math.max(longest, ref.lockDelayMs + result.ttlMs)
         Object.assign(results[index]!, { status: 'extended', expiresAt: Date.now() + result.ttlMs, ttlMs: result.ttlMs })
@@ -190,7 +196,7 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
   })
 
   const downgrade = async (request: FastifyRequest, leaseId: string | undefined) => {
-    const ref = leaseOf(request, leaseId)
+    const ref = leaseOf(ctx, request, leaseId)
     if (ref.mode !== 'write') throw new HttpError('INVALID_ARGUMENT', 'only a write lease can be downgraded to read')
     if (!(await ctx.desk.downgrade(ref))) throw leaseGone(ref.name)
     const read = { ...ref, mode: 'read' as const }
@@ -199,10 +205,10 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const held = view?.holders.find((h) => h.owner === ref.owner && h.token === ref.token)
     if (!held) throw leaseGone(ref.name)
     ctx.sessions.replace(read)
-    return grantBody(read, ref.ttlMs, Math.max(0, held.expiresAt - Date.now()))
+    return grantBody(ctx.leaseIds, read, ref.ttlMs, Math.max(0, held.expiresAt - Date.now()))
   }
   const release = async (request: FastifyRequest, leaseId: string | undefined) => {
-    const ref = leaseOf(request, leaseId)
+    const ref = leaseOf(ctx, request, leaseId)
     ctx.sessions.detach(ref)
     return { released: await ctx.desk.release(ref) }
   }
@@ -214,7 +220,7 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.delete('/v1/leases', { schema: sessionSchemas.releaseInHeader }, (request) => release(request, undefined))
 
   app.get<NameParams>('/v1/locks/:name', { schema: schemas.inspect }, async (request) => {
-    const name = validateName(request.params.name)
+    const name = requestName(request.params.name)
     demand(accessOf(request), 'read', name)
     const view = await baton.inspect(name)
     if (!view) throw new HttpError('NOT_FOUND', `"${name}" is not in use (nobody holds or waits for it)`)
@@ -237,7 +243,7 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const exact = scopes ? scopes.names.filter((name) => after === undefined || compareNames(name, after) > 0) : []
     const named = await Promise.all(exact.map((name) => baton.inspect(name)))
     const byName = new Map<string, LockView>()
-    for (const view of [...pages.flat(), ...named]) if (view && access.allows('read', view.name)) byName.set(view.name, view)
+    for (const view of [...pages.flat(), ...named]) if (view && access.allows('read', view.name) && !isReserved(view.name)) byName.set(view.name, view)
     const fetched = [...byName.values()].sort((a, b) => compareNames(a.name, b.name))
     const page = fetched.slice(0, limit)
     return {
@@ -247,14 +253,14 @@ export function lockRoutes(app: FastifyInstance, ctx: ServerContext): void {
   })
 
   app.delete<NameParams>('/v1/locks/:name', { schema: schemas.forceRelease }, async (request) => {
-    const name = validateName(request.params.name)
+    const name = requestName(request.params.name)
     const access = accessOf(request)
     demand(access, 'admin', name)
     return { released: await ctx.desk.forceRelease(name, access.name ?? (request.access ? 'an unnamed admin token' : 'open server')) }
   })
 }
 
-export const DEFAULT_TTL_MS = 30_000
+export { DEFAULT_TTL_MS } from './limits.js'
 
 /**
  * The lock spec of one acquire request (mutex, one side of a rwlock, a
@@ -345,22 +351,88 @@ export class AnswerStream {
 }
 
 /** `askedTtlMs`: the ttl asked for, the default of later extends; `leftMs`: what the store granted. */
-export function grantBody(ref: HoldRef, askedTtlMs: number, leftMs: number) {
+export function grantBody(ids: LeaseIds, ref: HoldRef, askedTtlMs: number, leftMs: number) {
   return {
-    leaseId: encodeLeaseId(ref, askedTtlMs), name: ref.name, token: ref.token.toString(), expiresAt: Date.now() + leftMs, ttlMs: leftMs,
+    leaseId: ids.encode(ref, askedTtlMs), name: ref.name, token: ref.token.toString(), expiresAt: Date.now() + leftMs, ttlMs: leftMs,
     owner: ownerDigest(ref.owner), mode: ref.mode,
   }
 }
 
-/** The lease a request names: in the path, else in the body, else in the Baton-Lease-Id header (proxies log paths). */
-function leaseOf(request: FastifyRequest, leaseId: string | undefined): LeaseRef {
+/**
+ * The lease a request names: in the path, else in the body, else in the
+ * Baton-Lease-Id header (proxies log paths). 404 for anything that is not an
+ * id minted by a server of this store, edited ones included (lease-id.ts).
+ */
+function leaseOf(ctx: ServerContext, request: FastifyRequest, leaseId: string | undefined): LeaseRef {
   const header = request.headers[LEASE_HEADER]
   const id = leaseId ?? (typeof header === 'string' ? header : undefined)
   if (id === undefined) throw new HttpError('INVALID_ARGUMENT', 'name the lease: in the path, as "leaseId" in the body, or in the Baton-Lease-Id header')
-  const ref = decodeLeaseId(id)
-  if (!ref) throw new HttpError('NOT_FOUND', 'this is not a lease id of a baton server')
+  const ref = ctx.leaseIds.decode(id)
+  if (!ref) throw new HttpError('NOT_FOUND', 'this is not a lease id of a server of this store (unknown, edited, or from another store)')
   demand(accessOf(request), 'lock', ref.name)
   return ref
+}
+
+/**
+ * The ttl of a renewal: the one asked (the caps hook checked it), else the
+ * one the lease was granted with, held to --max-ttl as it is now (a lease
+ * granted before the cap was lowered renews to the cap).
+ */
+function renewalTtl(ctx: ServerContext, ref: LeaseRef, asked: Duration | undefined): number {
+  return asked === undefined ? Math.min(ref.ttlMs, ctx.caps.maxTtlMs) : ctx.baton.ttl(asked)
+}
+
+/**
+ * Why a lease may not be renewed here, if it may not: its lock delay (which
+ * the store keeps with the hold, so a renewal can not lower it) is above
+ * --max-lock-delay as it is now. It runs to its end, or its holder releases it.
+ */
+function renewalRefusal(ctx: ServerContext, ref: LeaseRef): string | undefined {
+  if (ref.lockDelayMs <= ctx.caps.maxLockDelayMs) return undefined
+  return `this lease's lock delay (${ref.lockDelayMs} ms) is above this server's --max-lock-delay (${ctx.caps.maxLockDelayMs} ms): it is not renewed here; release it and acquire again`
+}
+
+/**
+ * Renews leases through this server. A lease this server does not track yet
+ * (granted by another server of the store, or by this server before a
+ * restart) counts against the renewing token's hold quota from its first
+ * renewal here, until it ends: a restart does not hand a token a fresh
+ * quota. Over the quota: 429, or (`perLease`, the batch) `forbidden` for
+ * the leases past it, nothing renewed for them.
+ */
+async function renew(
+  ctx: ServerContext, tenant: string, refs: readonly LeaseRef[], ttlMs: number, perLease = false,
+): Promise<(ExtendResult | { status: 'forbidden' })[]> {
+  const admitted: LeaseRef[] = []
+  const over = new Set<LeaseRef>()
+  for (const ref of refs) {
+    if (ctx.desk.tracks(ref.owner)) continue
+    try {
+      ctx.quotas.admit(tenant, [ref.owner])
+      admitted.push(ref)
+    } catch (error) {
+      if (!perLease) {
+        for (const done of admitted) ctx.quotas.ended(done.owner)
+        throw error
+      }
+      over.add(ref)
+    }
+  }
+  const asked = refs.filter((ref) => !over.has(ref))
+  let results: ExtendResult[]
+  try {
+    results = await ctx.desk.extend(asked, ttlMs)
+  } catch (error) {
+    for (const ref of admitted) ctx.quotas.ended(ref.owner)
+    throw error
+  }
+  const byRef = new Map(asked.map((ref, i) => [ref, results[i]!]))
+  for (const ref of admitted) {
+    const result = byRef.get(ref)!
+    if (result.status === 'extended') ctx.desk.adopt(ref, result.ttlMs)
+    else ctx.quotas.ended(ref.owner)
+  }
+  return refs.map((ref) => byRef.get(ref) ?? { status: 'forbidden' as const })
 }
 
 const LEASE_HEADER = 'baton-lease-id'

@@ -201,7 +201,7 @@ export const schemas = operations({
               additionalProperties: false,
               properties: {
                 leaseId: { type: 'string' },
-                status: { type: 'string', enum: ['extended', 'lost', 'forbidden'] },
+                status: { type: 'string', enum: ['extended', 'lost', 'forbidden'], description: 'lost: gone from the store, or not a lease id of this store\'s servers (edited, forged); forbidden: the token may not lock its name, is over its hold quota here, or its lock delay is above --max-lock-delay now' },
                 expiresAt: { type: 'integer' },
                 ttlMs: { type: 'integer' },
               },
@@ -309,10 +309,13 @@ export const schemas = operations({
     response: {
       200: component('ServerInfo', {
         type: 'object',
-        required: ['store', 'capabilities', 'version'],
+        required: ['store', 'capabilities', 'version', 'defaultTtlMs', 'maxTtlMs', 'maxLockDelayMs'],
         additionalProperties: false,
         properties: {
           store: { type: 'string', description: 'the store URL, password masked' },
+          defaultTtlMs: { type: 'integer', description: "the ttl of a grant or renewal that asks none: 30 s, or maxTtlMs when that is shorter" },
+          maxTtlMs: { type: 'integer', description: 'the longest ttl a request may ask (--max-ttl)' },
+          maxLockDelayMs: { type: 'integer', description: 'the longest lock delay a request may ask (--max-lock-delay)' },
           version: { type: 'string' },
           capabilities: {
             type: 'object',

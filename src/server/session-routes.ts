@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { parseDuration } from '../core/duration.js'
 import { accessOf, tenantOf, type ServerContext } from './context.js'
-import { decodeLeaseId, type LeaseRef } from './lease-id.js'
+import type { LeaseRef } from './lease-id.js'
 import { HttpError } from './http-errors.js'
 import { sessionSchemas } from './schemas.js'
 import { DEFAULT_SESSION_TTL_MS, MAX_SESSION_TTL_MS } from './sessions.js'
@@ -30,7 +30,7 @@ export function sessionRoutes(app: FastifyInstance, ctx: ServerContext): void {
   /** Lease ids the client gives up, checked like any lease id: only well-formed ones its token may lock. */
   const refsOf = (request: FastifyRequest, ids: readonly string[] | undefined): LeaseRef[] => {
     const access = accessOf(request)
-    return (ids ?? []).map(decodeLeaseId).filter((ref): ref is LeaseRef => ref !== null && access.allows('lock', ref.name))
+    return (ids ?? []).map((id) => ctx.leaseIds.decode(id)).filter((ref): ref is LeaseRef => ref !== null && access.allows('lock', ref.name))
   }
 
   app.post<SessionParams & { Body: { giveUp?: string[] } }>('/v1/sessions/:sessionId/keepalive', { schema: sessionSchemas.keepalive }, async (request) =>

@@ -107,6 +107,59 @@ export function election(ctx: SuiteContext): void {
       stop.abort()
     })
 
+    it('observe() follows a plain mutex\'s holder as the leader (a hold with no value): taken, handed over, released', async (t) => {
+      const why = await refused()
+      if (why) return t.skip(why)
+      const [a, b, watcher] = [await ctx.client(), await ctx.client(), await ctx.client()]
+      const name = ctx.name('election-observe-mutex')
+      const stop = new AbortController()
+      const feed = follow(watcher, name, stop.signal)
+      assert.equal(await feed.next(), null)
+      const first = await a.mutex(name, { ttl: '30s', fair: true }).acquire()
+      assert.equal((await feed.next())?.token, first.token, 'the plain holder is reported')
+      const waiting = b.mutex(name, { ttl: '30s', fair: true }).acquire({ wait: '30s' })
+      await waitersOf(a, name, 1)
+      await first.release()
+      const second = await waiting
+      assert.equal((await feed.next())?.token, second.token, 'the hand-over is reported')
+      await second.release()
+      assert.equal(await feed.next(), null, 'the release is reported')
+      stop.abort()
+    })
+
+    it('observe reports a plain-mutex leader', async (t) => {
+      const why = await refused()
+      if (why) return t.skip(why)
+      const [a, watcher] = [await ctx.client(), await ctx.client()]
+      const name = ctx.name('election-plain')
+      const stop = new AbortController()
+      const feed = follow(watcher, name, stop.signal)
+      assert.equal(await feed.next(), null)
+      // A plain mutex on the name is a candidate without a value (docs/election.md).
+      const lease = await a.mutex(name, { ttl: '10s' }).acquire()
+      assert.deepEqual(await feed.next(), { value: '', token: lease.token }, 'a plain-mutex leader is reported')
+      await lease.release()
+      assert.equal(await feed.next(), null, 'its release too')
+      stop.abort()
+    })
+
+    it('any value is kept as given, even one shaped like a store\'s own entry', async (t) => {
+      const why = await refused()
+      if (why) return t.skip(why)
+      const [a, b] = [await ctx.client(), await ctx.client()]
+      // The shapes of baton's own line entries (etcd, ZooKeeper), weighted ones too, and a note after them.
+      for (const [i, value] of ['sp2*2|x', 'mx1f|y', 'rw1|z\n{"v":"w"}'].entries()) {
+        const name = ctx.name(`election-shaped-${i}`)
+        const leadership = await a.election(name, { ttl: '10s' }).campaign({ value })
+        assert.deepEqual(pick(await b.election(name).leader()), { value, token: leadership.token }, `another client reads ${JSON.stringify(value)} as the leader's value`)
+        // Another candidate waits behind it as behind any leader (not refused, not let in).
+        await assert.rejects(b.election(name, { ttl: '10s' }).campaign({ value: 'next', wait: ms(300) }), (e: unknown) => isBatonError(e, 'LOCK_TIMEOUT'))
+        await leadership.proclaim(`${value}+`)
+        assert.deepEqual(pick(await b.election(name).leader()), { value: `${value}+`, token: leadership.token })
+        await leadership.resign()
+      }
+    })
+
     it('observe() sees every change in order, terms never going back', async (t) => {
       const why = await refused()
       if (why) return t.skip(why)

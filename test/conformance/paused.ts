@@ -47,10 +47,11 @@ export function pausedHolders(ctx: SuiteContext): void {
       const name = ctx.name('blocked')
       const holds = Object.fromEntries(await Promise.all(LOOKS.map(async (when) => [when, await holdAll(client, `${name}/${when}`, ms(500))] as const)))
       const seen = new Map<string, Look[]>()
-      const lookedAtTimer = new Promise<void>((resolve) => {
-        setTimeout(() => { seen.set('timer', holds.timer!.look()); resolve() }, 1)
-        setImmediate(() => seen.set('immediate', holds.immediate!.look()))
-      })
+      // Both looks awaited: which of an overdue timer and an immediate runs first depends on where the loop stands.
+      const lookedAtTimer = Promise.all([
+        new Promise<void>((resolve) => setTimeout(() => { seen.set('timer', holds.timer!.look()); resolve() }, 1)),
+        new Promise<void>((resolve) => setImmediate(() => { seen.set('immediate', holds.immediate!.look()); resolve() })),
+      ])
       // Block the event loop until every deadline has passed (by the same monotonic clock).
       const until = performance.now() + Math.max(...Object.values(holds).map((h) => h.remainingMs())) + 1
       while (performance.now() < until) { /* a long synchronous step */ }

@@ -13,6 +13,7 @@ import pg from 'pg'
 import { ensureCommand } from './install.js'
 import { freePort } from './ports.js'
 import { ms } from './timing.js'
+import { killAndWait, signalTree, sleep } from './process-tree.js'
 
 const HOST = '127.0.0.1'
 const SUPERUSER = 'postgres'
@@ -219,51 +220,4 @@ async function answers(port: number, password: string): Promise<boolean> {
   } finally {
     await client.end().catch(() => {})
   }
-}
-
-/** Signals the server and then its backends (children), found through /proc. */
-function signalTree(child: ChildProcess, signal: NodeJS.Signals): void {
-  const pid = child.pid
-  if (pid === undefined || child.exitCode !== null) return
-  const pids = [pid, ...childrenOf(pid)]
-  for (const target of signal === 'SIGCONT' ? pids.reverse() : pids) {
-    try {
-      process.kill(target, signal)
-    } catch {
-      // exited meanwhile
-    }
-  }
-}
-
-function childrenOf(parent: number): number[] {
-  const found: number[] = []
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      // pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-      if (ppid === parent) found.push(Number(entry))
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return found
-}
-
-async function killAndWait(child: ChildProcess | undefined, signal: NodeJS.Signals): Promise<void> {
-  if (!child || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  child.kill(signal)
-  let timer: NodeJS.Timeout | undefined
-  const slow = new Promise<'slow'>((resolve) => (timer = setTimeout(() => resolve('slow'), ms(10_000))))
-  if ((await Promise.race([exited, slow])) === 'slow') {
-    signalTree(child, 'SIGKILL')
-    await exited
-  }
-  clearTimeout(timer)
-}
-
-function sleep(delay: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, delay))
 }

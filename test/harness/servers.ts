@@ -152,6 +152,48 @@ export function redisCommand(
   });
 }
 
+/**
+ * Send `commands` to 127.0.0.1:port in one write on one fresh connection and
+ * return their replies in order: Redis runs them back to back, so nothing
+ * another client sends can run between two of them that arrived together
+ * (e.g. a CLIENT KILL and the write the killed client must miss).
+ */
+export function redisPipeline(
+  port: number,
+  commands: readonly (readonly string[])[],
+  timeoutMs: number = ms(3000),
+): Promise<RespValue[]> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: HOST, port });
+    let buffered = Buffer.alloc(0);
+    const replies: RespValue[] = [];
+    const timer = setTimeout(() => finish(new Error(`pipeline to ${HOST}:${port} timed out after ${timeoutMs}ms`)), timeoutMs);
+    function finish(err: Error | null): void {
+      clearTimeout(timer);
+      socket.destroy();
+      if (err) reject(err);
+      else resolve(replies);
+    }
+    socket.once('connect', () => socket.write(Buffer.concat(commands.map(encodeCommand))));
+    socket.on('data', (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      try {
+        let at = 0;
+        for (let parsed = parseResp(buffered, at); parsed; parsed = parseResp(buffered, at)) {
+          replies.push(parsed.value);
+          at = parsed.end;
+        }
+        buffered = buffered.subarray(at);
+        if (replies.length === commands.length) finish(null);
+      } catch (err) {
+        finish(err as Error);
+      }
+    });
+    socket.once('error', (err) => finish(err));
+    socket.once('close', () => finish(new Error(`connection to ${HOST}:${port} closed after ${replies.length} of ${commands.length} replies`)));
+  });
+}
+
 // ---------------------------------------------------------------------------
 // Registry and cleanup.
 
@@ -605,4 +647,69 @@ export async function addRedisUser(port: number, user: string, password: string)
 /** A password with the characters URLs get wrong when pasted unencoded ('#', '@', '/'), different per call. */
 export function awkwardPassword(): string {
   return `pa#ss@w/rd-${Math.random().toString(36).slice(2, 10)}`;
+}
+
+/** The node of `cluster` serving `slot` now (as that node itself says: CLUSTER SLOTS). */
+export async function clusterSlotOwner(cluster: RedisClusterSetup, slot: number): Promise<RedisServer> {
+  const ranges = await redisCommand(cluster.nodes[0]!.port, ['CLUSTER', 'SLOTS']);
+  if (!Array.isArray(ranges)) throw new Error(`CLUSTER SLOTS answered ${String(ranges)}`);
+  for (const range of ranges) {
+    const [start, end, master] = range as [number, number, [string, number, string]];
+    if (slot >= start && slot <= end) {
+      const node = cluster.nodes.find((n) => n.port === Number(master[1]));
+      if (node) return node;
+    }
+  }
+  throw new Error(`no node of the cluster serves slot ${slot}`);
+}
+
+async function nodeId(port: number): Promise<string> {
+  const id = await redisCommand(port, ['CLUSTER', 'MYID']);
+  if (typeof id !== 'string') throw new Error(`CLUSTER MYID answered ${String(id)}`);
+  return id;
+}
+
+async function ok(port: number, args: readonly string[]): Promise<RespValue> {
+  const reply = await redisCommand(port, args, ms(5000));
+  if (reply instanceof Error) throw new Error(`${args.join(' ')} on ${port}: ${reply.message}`);
+  return reply;
+}
+
+/**
+ * Moves one slot of `cluster` to `to`, live, by the steps `redis-cli
+ * --cluster reshard` takes: the target IMPORTING, the source MIGRATING, every
+ * key MIGRATEd, then every node told the new owner. `whileMigrating` runs
+ * with the slot open (MIGRATING/IMPORTING) before any key has moved, and
+ * `whileMoving` after the keys moved, before the owner changes: a test
+ * starts its calls there. Returns the node the slot left.
+ */
+export async function moveClusterSlot(
+  cluster: RedisClusterSetup,
+  slot: number,
+  to: RedisServer,
+  steps: { whileMigrating?: () => void | Promise<void>; whileMoving?: () => void | Promise<void> } = {},
+): Promise<RedisServer> {
+  const from = await clusterSlotOwner(cluster, slot);
+  if (from === to) throw new Error(`slot ${slot} is already on port ${to.port}`);
+  const [fromId, toId] = await Promise.all([nodeId(from.port), nodeId(to.port)]);
+  await ok(to.port, ['CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId]);
+  await ok(from.port, ['CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId]);
+  await steps.whileMigrating?.();
+  for (;;) {
+    const keys = await ok(from.port, ['CLUSTER', 'GETKEYSINSLOT', String(slot), '100']);
+    if (!Array.isArray(keys) || keys.length === 0) break;
+    await ok(from.port, ['MIGRATE', HOST, String(to.port), '', '0', String(ms(5000)), 'KEYS', ...(keys as string[])]);
+  }
+  await steps.whileMoving?.();
+  // The target first, then the source, then the others (as redis-cli does).
+  await ok(to.port, ['CLUSTER', 'SETSLOT', String(slot), 'NODE', toId]);
+  await ok(from.port, ['CLUSTER', 'SETSLOT', String(slot), 'NODE', toId]);
+  for (const node of cluster.nodes) if (node !== to && node !== from) await ok(node.port, ['CLUSTER', 'SETSLOT', String(slot), 'NODE', toId]);
+  return from;
+}
+
+/** Ids of the connections on `port` subscribed to sharded channels (CLIENT LIST's ssub). */
+export async function shardedSubscriberIds(port: number): Promise<string[]> {
+  const list = await ok(port, ['CLIENT', 'LIST']);
+  return String(list).split('\n').filter((line) => /\bssub=[1-9]/.test(line)).map((line) => /\bid=(\d+)/.exec(line)![1]!);
 }

@@ -86,7 +86,7 @@ describe('baton as installed beside ioredis only', () => {
   it('stays within the budget of packages and bytes', () => {
     const { packages, bytes } = footprint(join(project, 'node_modules'))
     console.log(`installed: ${packages.length} packages, ${(bytes / 1024 / 1024).toFixed(2)} MiB (${bytes} bytes): ${packages.sort().join(', ')}`)
-    for (const client of ['pg', 'etcd3', 'node-zookeeper-client', 'fastify', 'prom-client', '@grpc/grpc-js']) {
+    for (const client of ['pg', 'mysql2', 'etcd3', 'node-zookeeper-client', 'fastify', 'prom-client', '@grpc/grpc-js']) {
       assert.ok(!packages.includes(client), `${client} is installed, though only ioredis was asked for`)
     }
     assert.ok(packages.length <= BUDGET.packages, `${packages.length} packages, budget ${BUDGET.packages}: ${packages.join(', ')}`)
@@ -115,11 +115,11 @@ await Promise.all([a.close(), b.close()])`)
     const result = await inProject(`
 import { connect } from 'baton'
 const outcomes = {}
-for (const url of ['postgres://127.0.0.1:1/baton', 'etcd://127.0.0.1:1', 'zk://127.0.0.1:1']) {
+for (const url of ['postgres://127.0.0.1:1/baton', 'mysql://127.0.0.1:1/baton', 'etcd://127.0.0.1:1', 'zk://127.0.0.1:1']) {
   outcomes[url] = await connect(url).then(() => 'connected', (e) => ({ code: e.code, message: e.message }))
 }
 console.log(JSON.stringify(outcomes))`)
-    const expected = { 'postgres://127.0.0.1:1/baton': 'pg', 'etcd://127.0.0.1:1': 'etcd3', 'zk://127.0.0.1:1': 'node-zookeeper-client' }
+    const expected = { 'postgres://127.0.0.1:1/baton': 'pg', 'mysql://127.0.0.1:1/baton': 'mysql2', 'etcd://127.0.0.1:1': 'etcd3', 'zk://127.0.0.1:1': 'node-zookeeper-client' }
     for (const [url, client] of Object.entries(expected)) {
       const outcome = result[url] as { code: string; message: string }
       assert.equal(outcome.code, 'INVALID_ARGUMENT', `${url}: ${JSON.stringify(outcome)}`)
@@ -159,7 +159,7 @@ export async function critical(url: string): Promise<bigint> {
     const result = await run(process.execPath, [tsc, '-p', 'tsconfig.json', '--listFiles'], { cwd: project }).catch((error: { stdout: string }) => {
       assert.fail(`tsc failed:\n${error.stdout}`)
     })
-    const clientTypes = result.stdout.split('\n').filter((file) => /node_modules\/(pg|etcd3|node-zookeeper-client|fastify|prom-client)\//.test(file))
+    const clientTypes = result.stdout.split('\n').filter((file) => /node_modules\/(pg|mysql2|etcd3|node-zookeeper-client|fastify|prom-client)\//.test(file))
     assert.deepEqual(clientTypes, [], 'the public types reach no store client or server package')
   })
 

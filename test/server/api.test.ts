@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import { startBatonServer, type BatonServer } from '../harness/baton-server.js'
 import { ms } from '../harness/timing.js'
 import { call, curl, lockPath, readEvents } from './client.js'
-import { decodeLeaseId, encodeLeaseId } from '../../src/server/lease-id.js'
+import { LeaseIds } from '../../src/server/lease-id.js'
 
 let server: BatonServer
 let base: string
@@ -15,7 +15,10 @@ let seq = 0
 const fresh = (label: string) => `api/${label}/${++seq}/${Math.random().toString(36).slice(2, 8)}`
 
 /** The secret owner inside a lease id (the test knows the format; clients need not). */
-const secretOf = (leaseId: string): string => decodeLeaseId(leaseId)!.owner.split('.')[1]!
+/** The server's lease secret, so the test can read (and mint) its lease ids; clients need not. */
+const LEASE_SECRET = 'api-test-lease-secret-0123456789'
+const leaseIds = new LeaseIds(LEASE_SECRET)
+const secretOf = (leaseId: string): string => leaseIds.decode(leaseId)!.owner.split('.')[1]!
 
 async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + ms(10_000)
@@ -26,7 +29,7 @@ async function eventually(what: string, check: () => Promise<boolean>): Promise<
 }
 
 before(async () => {
-  server = await startBatonServer(['--max-waiters-per-name', '3'])
+  server = await startBatonServer(['--max-waiters-per-name', '3', '--lease-secret', LEASE_SECRET])
   base = server.base
 })
 after(() => server.stop())
@@ -137,7 +140,7 @@ describe('baton serve: locks and leases', () => {
     // Weighted permits: the weight is taken, shown, and carried by the lease id.
     const heavy = await call(base, 'POST', lockPath(sem, '/acquire'), { mode: 'permit', permits: 4, weight: 3 })
     assert.equal(heavy.status, 200)
-    assert.equal(decodeLeaseId(heavy.body.leaseId)!.weight, 3)
+    assert.equal(leaseIds.decode(heavy.body.leaseId)!.weight, 3)
     assert.equal((await call(base, 'POST', lockPath(sem, '/acquire'), { mode: 'permit', permits: 4, weight: 2 })).status, 409)
     const light = await call(base, 'POST', lockPath(sem, '/acquire'), { mode: 'permit', permits: 4 })
     assert.equal(light.status, 200)
@@ -280,7 +283,7 @@ describe('baton serve: bad input never reaches the store', () => {
   it('unknown lease ids: 404 for what is not a lease id, 410 or released false for one that is gone', async () => {
     assert.equal((await call(base, 'POST', '/v1/leases/nope/extend')).status, 404)
     assert.equal((await call(base, 'DELETE', '/v1/leases/nope')).status, 404)
-    const forged = encodeLeaseId({
+    const forged = leaseIds.encode({
       name: 'x', kind: 'mutex', mode: 'exclusive', permits: 1, fair: false, lockDelayMs: 0, owner: 'abcdefgh.AAAAAAAAAAAAAAAAAAAAAA', token: 1n,
     }, 1000)
     assert.equal((await call(base, 'POST', `/v1/leases/${forged}/extend`)).status, 410)

@@ -87,7 +87,12 @@ describe('restart delay', () => {
     const ready = await call(server.base, 'GET', '/readyz')
     assert.equal(ready.status, 503)
     assert.match(server.output(), /grants resume in \d+ s: without --data-dir/)
-    const deadline = Date.now() + ms(30_000)
+    // The wait covers a lease the previous run granted with the 30 s default ttl (granted whatever
+    // --max-ttl said, before the default was clamped to it), plus the lock delay: not --max-ttl alone.
+    const waitS = Number(/grants resume in (\d+) s/.exec(server.output())![1])
+    assert.ok(waitS * 1000 >= 30_000 + ms(500), `waits ${waitS} s`)
+    assert.ok(ready.body.retryAfterMs > ms(2000) + ms(500), `readyz says ${ready.body.retryAfterMs} ms`)
+    const deadline = Date.now() + ms(60_000)
     while ((await call(server.base, 'GET', '/readyz')).status !== 200) {
       assert.ok(Date.now() < deadline, '/readyz turned ready')
       await new Promise((r) => setTimeout(r, 100))

@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test'
 import { startBatonServer, tokensFile, type BatonServer } from '../harness/baton-server.js'
 import { ms } from '../harness/timing.js'
 import { call, lockPath } from './client.js'
+import { LeaseIds } from '../../src/server/lease-id.js'
 
 const COUNT = 1000
 const seed = Number(process.env.BATON_FUZZ_SEED ?? Date.now() % 1_000_000)
@@ -50,8 +51,21 @@ describe('fuzz', () => {
     assert.equal(kept.status, 200)
     // Its lease id goes into the fuzz; `kept`'s does not, so the fuzz can not release it legitimately.
     const toy = await call(base, 'POST', lockPath('fuzz/toy', '/acquire'), { ttl: '5m' }, admin)
+    const session = await call(base, 'POST', '/v1/sessions', {}, admin)
+    assert.equal(session.status, 201)
     const pid = server.pid
     const random = generator(seed)
+    /** A lease id or session id with one bit changed (anywhere: fields or MAC). */
+    const edited = (id: string) => {
+      const bytes = Buffer.from(id, 'base64url')
+      const at = Math.floor(random() * bytes.length)
+      bytes[at] = bytes[at]! ^ (1 << Math.floor(random() * 8))
+      return bytes.toString('base64url')
+    }
+    // A well-formed id of another store's server (its own secret), for a name the tokens may lock.
+    const foreign = new LeaseIds('fuzz-another-store-secret-0123').encode({
+      name: 'fuzz/toy', kind: 'mutex', mode: 'exclusive', permits: 1, fair: false, lockDelayMs: 0, owner: 'abcdefgh.AAAAAAAAAAAAAAAAAAAAAA', token: 1n,
+    }, 2 ** 31 - 1)
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!
     const junk = (length: number) => Array.from({ length }, () => String.fromCharCode(Math.floor(random() * 0x2ff))).join('')
     const value = (depth = 0): unknown => pick([
@@ -62,12 +76,14 @@ describe('fuzz', () => {
     ])()
     const object = (depth = 0): Record<string, unknown> => Object.fromEntries(
       Array.from({ length: Math.floor(random() * 5) }, () => [
-        pick(['ttl', 'wait', 'mode', 'permits', 'fair', 'lockDelay', 'waitId', 'leases', 'x', '__proto__', 'constructor', junk(5)]),
+        pick(['ttl', 'wait', 'mode', 'permits', 'fair', 'lockDelay', 'waitId', 'leases', 'leaseId', 'session', 'sessionId', 'giveUp', 'x', '__proto__', 'constructor', junk(5)]),
         value(depth),
       ]),
     )
     const segment = () => pick([
       'fuzz%2Fa', 'fuzz/a', encodeURIComponent(junk(8)), '%', '%zz', '%00', 'x'.repeat(5000), '..', '', toy.body.leaseId,
+      // Forged and edited ids: `kept`'s edited one too, which must never act on `kept`.
+      edited(toy.body.leaseId), edited(kept.body.leaseId), foreign, session.body.sessionId, edited(session.body.sessionId),
       Buffer.from([2, 255, 0, 200, 200, 200, 200, 200, 200, 200, 200, 9, ...Buffer.from(junk(3))]).toString('base64url'),
     ])
     const path = () => pick([
@@ -80,6 +96,7 @@ describe('fuzz', () => {
     ])()
     const body = () => pick([
       () => undefined, () => JSON.stringify(object()), () => JSON.stringify(value()), () => junk(Math.floor(random() * 200)),
+      () => JSON.stringify({ leaseId: segment(), sessionId: segment(), giveUp: [segment(), segment()], session: segment(), ...(random() < 0.5 ? { ttl: pick(['1s', '10m']) } : {}) }),
       () => '{"ttl":', () => `{"leases":[${Array.from({ length: 50 }, () => JSON.stringify(segment())).join(',')}]}`,
       () => '{"a":'.repeat(500), () => JSON.stringify({ pad: 'x'.repeat(70_000) }),
     ])()
@@ -119,6 +136,8 @@ describe('fuzz', () => {
     assert.equal(view.body.holders.length, 1)
     assert.equal(view.body.holders[0].token, kept.body.token)
     assert.equal(view.body.holders[0].owner, kept.body.owner)
+    // Never renewed by a forged id past what it was granted (5 minutes from its grant).
+    assert.ok(view.body.holders[0].expiresAt <= kept.body.expiresAt + 1000, 'kept was not extended by anyone')
     const again = await call(base, 'POST', lockPath('fuzz/other', '/acquire'), { wait: '1s' }, admin)
     assert.equal(again.status, 200)
   })

@@ -13,6 +13,7 @@ import { sleep, withTimeout } from '../conformance/context.js'
 import { dropOnce, isPush, startProxy, type Proxy } from '../harness/proxy.js'
 import { redisCommand, startRedis, stopAll, type RedisServer } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
+import { freePort } from '../harness/ports.js'
 
 let server: RedisServer
 let proxy: Proxy
@@ -352,5 +353,104 @@ describe('redis: a release in the lock delay', () => {
     const light = await b.semaphore(semName, { permits: 8 }).tryAcquire({ weight: 3 })
     assert.ok(light, 'the rest of the permits are free')
     await light.release()
+  })
+})
+
+describe('redis: an attempt reported failed never takes effect later (ghost holds)', () => {
+  /**
+   * A client through the proxy, with a short command deadline, whose
+   * give-backs (the core's releases that undo a failed attempt) are
+   * collected, so the test can wait until one has failed too.
+   */
+  async function faultyClient(): Promise<{ baton: Baton; giveBacks: Promise<unknown>[] }> {
+    const baton = await connect(`redis://127.0.0.1:${proxy.port}`, { commandTimeout: ms(1000) })
+    clients.push(baton)
+    const giveBacks: Promise<unknown>[] = []
+    const release = baton.driver.release.bind(baton.driver)
+    baton.driver.release = (hold, ...rest) => {
+      const sent = release(hold, ...rest)
+      if (!('token' in hold)) giveBacks.push(sent.catch((e: unknown) => e))
+      return sent
+    }
+    return { baton, giveBacks }
+  }
+
+  /** Reconnects the proxy to the server, then waits until `baton` has made a round trip after it (and one more). */
+  async function heal(baton: Baton, name: string): Promise<void> {
+    proxy.retarget(server.port)
+    await waitUntil(() => baton.inspect(name).then(() => true, () => false))
+    await baton.inspect(name)
+  }
+
+  it('an attempt cut off on its way, failed by its deadline, is not run by the reconnect', async () => {
+    const { baton, giveBacks } = await faultyClient()
+    const name = fresh('ghost-unsent')
+    const dead = await freePort()
+    proxy.pause() // the attempt stays in the proxy: Redis never sees this copy
+    let attempt: Promise<unknown>
+    try {
+      attempt = baton.mutex(name, { ttl: ms(60_000) }).tryAcquire()
+      await sleep(ms(50))
+      proxy.retarget(dead) // reconnects fail until heal(): ioredis flushes its offline queue meanwhile
+      proxy.dropConnections()
+    } finally {
+      proxy.resume()
+    }
+    const error = await attempt.catch((e: unknown) => e)
+    assert.ok(isBatonError(error, 'BACKEND_UNAVAILABLE'), String(error))
+    await withTimeout(Promise.all(giveBacks), ms(10_000), 'the give-back to fail while the server is unreachable')
+    await heal(baton, name)
+    assert.equal(await (await client()).inspect(name), null, 'nobody holds the name: the failed attempt did not run after the reconnect')
+  })
+
+  it('a forced release cut off on its way, failed by its deadline, does not end the next holder\'s hold after the reconnect', async () => {
+    const { baton } = await faultyClient()
+    const name = fresh('ghost-force')
+    const dead = await freePort()
+    const first = await (await client()).mutex(name, { ttl: ms(60_000) }).acquire()
+    await first.release()
+    proxy.pause() // the forced release stays in the proxy: Redis never sees this copy
+    let forced: Promise<unknown>
+    try {
+      forced = baton.forceRelease(name)
+      await sleep(ms(50))
+      proxy.retarget(dead)
+      proxy.dropConnections()
+    } finally {
+      proxy.resume()
+    }
+    const error = await forced.catch((e: unknown) => e)
+    assert.ok(isBatonError(error, 'BACKEND_UNAVAILABLE'), String(error))
+    // The caller was told it failed; someone takes the name meanwhile.
+    const next = await (await client()).mutex(name, { ttl: ms(60_000) }).acquire()
+    await heal(baton, name)
+    assert.equal((await (await client()).inspect(name))?.holders[0]?.owner, next.owner, 'the next holder still holds')
+    assert.equal(next.signal.aborted, false)
+    await next.release()
+  })
+
+  it('an attempt that ran but whose reply was cut off is undone after the reconnect, though its give-back failed', async () => {
+    const { baton, giveBacks } = await faultyClient()
+    const name = fresh('ghost-ran')
+    const dead = await freePort()
+    // The reply is lost with the connection, and reconnects fail until heal().
+    // Only the attempt's reply: a fast-path grant answers its token alone (a
+    // bulk string of digits); other clients' connections pass the proxy too.
+    proxy.onReply(dropOnce((chunk) => {
+      if (!/^\$\d+\r\n\d+\r\n$/.test(chunk.toString('latin1'))) return false
+      proxy.retarget(dead)
+      return true
+    }))
+    let error: unknown
+    try {
+      error = await baton.mutex(name, { ttl: ms(60_000) }).tryAcquire().catch((e: unknown) => e)
+    } finally {
+      proxy.onReply(undefined)
+    }
+    assert.ok(isBatonError(error, 'BACKEND_UNAVAILABLE'), String(error))
+    assert.equal((await (await client()).inspect(name))?.holders.length, 1, 'the attempt ran in Redis')
+    await withTimeout(Promise.all(giveBacks), ms(10_000), 'the give-back to fail while the server is unreachable')
+    await heal(baton, name)
+    assert.equal(await (await client()).inspect(name), null, 'the failed attempt\'s hold was given back after the reconnect')
   })
 })

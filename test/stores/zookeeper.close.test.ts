@@ -8,6 +8,8 @@ import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { after, before, describe, it } from 'node:test'
+import zookeeper from 'node-zookeeper-client'
+import { connect } from '../../src/index.js'
 import { withTimeout } from '../conformance/context.js'
 import { stopAll } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
@@ -69,6 +71,38 @@ describe('zookeeper close', () => {
     } finally {
       server.resume()
       proc.child.kill('SIGKILL')
+    }
+  })
+})
+
+describe('zookeeper close tidies up', () => {
+  it('leaves no empty parent node of a name it used, and keeps the parents others still use', async () => {
+    const chroot = `/tidy-${Date.now()}`
+    const url = `zk://${single.hosts}${chroot}`
+    const [one, two] = [await connect(url), await connect(url)]
+    const raw = zookeeper.createClient(single.hosts)
+    const connected = new Promise<void>((resolve) => raw.once('connected', () => resolve()))
+    raw.connect()
+    try {
+      await connected
+      const parents = () => new Promise<string[]>((resolve, reject) =>
+        raw.getChildren(`${chroot}/baton`, (error, children) => (error ? reject(error) : resolve([...children].sort()))))
+      // Released (its parent lingers), held, waited for behind another client, and held in a lock delay.
+      await (await one.mutex('tidy/released').acquire()).release()
+      await one.mutex('tidy/held').acquire()
+      const shared = await two.mutex('tidy/shared').acquire()
+      const waiting = one.mutex('tidy/shared').acquire({ wait: '30s' }).catch(() => undefined)
+      for (let i = 0; i < 400 && ((await one.inspect('tidy/shared'))?.waiters.length ?? 0) < 1; i++) await new Promise((r) => setTimeout(r, 25))
+      assert.deepEqual(await parents(), ['tidy%2Fheld', 'tidy%2Freleased', 'tidy%2Fshared'])
+      await one.close()
+      await waiting
+      assert.deepEqual(await parents(), ['tidy%2Fshared'], 'only the parent another client still uses is left')
+      await shared.release()
+      await two.close()
+      assert.deepEqual(await parents(), [], 'the last client out leaves nothing')
+    } finally {
+      raw.close()
+      await Promise.allSettled([one.close(), two.close()])
     }
   })
 })

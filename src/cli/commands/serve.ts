@@ -9,7 +9,7 @@ import { createPrivateMemoryDriver } from '../../drivers/memory/index.js'
 import { TokenAuth } from '../../server/auth.js'
 import { DataDir } from '../../server/data-dir.js'
 import { createLockServer } from '../../server/index.js'
-import { DEFAULT_LEASE_CAPS, DEFAULT_TENANT_QUOTAS, DEFAULT_WAIT_CAPS } from '../../server/limits.js'
+import { DEFAULT_LEASE_CAPS, DEFAULT_TENANT_QUOTAS, DEFAULT_WAIT_CAPS, restartWaitOf } from '../../server/limits.js'
 import { isLoopback } from '../../server/origin.js'
 import type { TlsFiles } from '../../server/tls.js'
 import { parseTtl } from '../../core/duration.js'
@@ -21,10 +21,13 @@ export const SERVE_USAGE = `  baton serve [--store URL] [--host 127.0.0.1] [--po
               [--max-waiters 10000] [--max-waiters-per-name 1000] [--max-ttl 5m] [--max-lock-delay 1m]
               [--no-restart-wait] [--allowed-hosts a,b] [--allowed-origins https://x,…] [--max-connections 8192]
               [--max-waiters-per-token 2500] [--max-streams-per-token 256] [--max-holds-per-token 100000]
-              [--max-sessions-per-token 1024] [--poll-max 50s]
+              [--max-sessions-per-token 1024] [--poll-max 50s] [--lease-secret SECRET]
               [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--insecure]
       the lock server (HTTP/JSON API, /openapi.json, /metrics); env BATON_URL, BATON_HOST,
-      BATON_PORT, BATON_DATA_DIR, BATON_TOKENS_FILE; flags win.
+      BATON_PORT, BATON_DATA_DIR, BATON_TOKENS_FILE, BATON_LEASE_SECRET; flags win.
+      --lease-secret (better: BATON_LEASE_SECRET, unseen by ps): the key lease ids are signed
+      with, the same on every server of one store, at least 16 bytes; without it the store
+      keeps one (Redlock: this process only)
       --tokens FILE: a JSON array of { "token", "name"?, "prefixes"?, "rights"? }; each token
       at least 16 characters without spaces (e.g. openssl rand -hex 24); rights "read",
       "lock" (the default) or "admin" (force-release); "name" is shown in forced-release events
@@ -44,7 +47,7 @@ export async function serve(args: string[], out: (line: string) => void): Promis
       'max-ttl': { type: 'string' }, 'max-lock-delay': { type: 'string' }, 'no-restart-wait': { type: 'boolean' },
       'allowed-hosts': { type: 'string' }, 'allowed-origins': { type: 'string' }, 'max-connections': { type: 'string' },
       'max-waiters-per-token': { type: 'string' }, 'max-streams-per-token': { type: 'string' }, 'max-holds-per-token': { type: 'string' },
-      'max-sessions-per-token': { type: 'string' }, 'poll-max': { type: 'string' },
+      'max-sessions-per-token': { type: 'string' }, 'poll-max': { type: 'string' }, 'lease-secret': { type: 'string' },
       'tls-cert': { type: 'string' }, 'tls-key': { type: 'string' }, 'tls-ca': { type: 'string' }, insecure: { type: 'boolean' },
     },
   })
@@ -82,7 +85,7 @@ export async function serve(args: string[], out: (line: string) => void): Promis
   }
   // The in-process store forgets its leases with the process: unless --data-dir remembers, or the
   // operator says nothing of a previous run can be held, grants wait out the longest lease allowed.
-  const restartWaitMs = embedded && !dataDir && !values['no-restart-wait'] ? caps.maxTtlMs + caps.maxLockDelayMs : 0
+  const restartWaitMs = embedded && !dataDir && !values['no-restart-wait'] ? restartWaitOf(caps) : 0
   const quotas = {
     waiters: count(values['max-waiters-per-token'], '--max-waiters-per-token', DEFAULT_TENANT_QUOTAS.waiters),
     streams: count(values['max-streams-per-token'], '--max-streams-per-token', DEFAULT_TENANT_QUOTAS.streams),
@@ -94,9 +97,12 @@ export async function serve(args: string[], out: (line: string) => void): Promis
   const maxConnections = count(values['max-connections'], '--max-connections', 8192)
   // Longest plain JSON long-poll before "still waiting" (NDJSON streams heartbeat every third of it).
   const pollMaxMs = values['poll-max'] === undefined ? undefined : durationFlag(values['poll-max'], '--poll-max')
+  // The flag wins over the variable, as every serve setting; the variable keeps the secret out of `ps`.
+  const leaseSecret = values['lease-secret'] ?? (process.env.BATON_LEASE_SECRET || undefined)
   const server = await createLockServer({
     baton, waitCaps, caps, restartWaitMs, quotas, origins, maxConnections, privateStore: embedded,
     ...(pollMaxMs ? { pollMaxMs } : {}), ...(auth ? { auth } : {}), ...(dataDir ? { dataDir } : {}), ...(tls ? { tls, log: out } : {}),
+    ...(leaseSecret !== undefined ? { leaseSecret } : {}),
   })
   await server.listen(config.host, config.port)
   const address = listenUrl(server.app.server.address(), config.host, tls ? 'https' : 'http')
@@ -113,6 +119,8 @@ export async function serve(args: string[], out: (line: string) => void): Promis
     dataDir && dataDir.restartDelayLeftMs() > 0 ? `restarted: grants resume in ${Math.ceil(dataDir.restartDelayLeftMs() / 1000)} s` : '',
     restartWaitMs > 0 ? `grants resume in ${Math.ceil(restartWaitMs / 1000)} s: without --data-dir a lease of a previous run may still be held (--no-restart-wait if none can be)` : '',
     !embedded && config.dataDir ? '--data-dir is not used: the store keeps its own state' : '',
+    !embedded && server.leaseSecretSource === 'process'
+      ? 'lease ids are signed with a secret of this process only (the store keeps no secret): servers sharing this store need the same --lease-secret to accept each other\'s' : '',
     !isLoopback(config.host) && origins.allowedHosts.length === 0 ? 'any Host header is answered (list this server\'s names with --allowed-hosts against DNS rebinding)' : '',
   ].filter(Boolean)
   out(`baton serve: listening on ${address.bound}${address.usable !== address.bound ? ` (every interface; from elsewhere: ${address.usable})` : ''} with ${store}; ${notes.join('; ')}`)

@@ -7,9 +7,9 @@ import { compareNames, inspectInOrder, limitOf, namesOfPage } from '../../core/l
 import { monotonicNow } from '../../core/clock.js'
 import { weightOf } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
-import { invalidArgument } from '../../core/errors.js'
 import {
-  blockersOf, conflictIn, decodeEntry, encodeEntry, encodeNote, holdersIn, looksLikeEntry, summaryOf, waiterSummaryOf, waitersIn, type LineEntry,
+  blockersOf, conflictIn, decodeCandidateValue, decodeEntry, decodeNote, encodeCandidateValue, encodeEntry, encodeNote, holdersIn, summaryOf,
+  waiterSummaryOf, waitersIn, type LineEntry,
 } from '../sequenced/line.js'
 import { busyIn, newSlot, Slots, STILL_REMOVING, type Slot, type SlotStore } from '../sequenced/slots.js'
 import { etcdDiagnosis, etcdTarget, openEtcd, type EtcdTarget } from './connection.js'
@@ -194,12 +194,10 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     if (!(await this.slots.settled(request.owner))) return STILL_REMOVING
     const key = `${this.linePrefix(request.name)}${lease.hex}.${request.owner.slice(this.clientId.length + 1)}`
     const candidate = request.value !== undefined
-    if (candidate && looksLikeEntry(request.value)) {
-      return { status: 'conflict', detail: `an election value on etcd must not start like a baton line entry ("mx1|…"): etcd keeps the bare value as the key's value` }
-    }
     // Who asked and when (by this client's clock: etcd keeps none), for inspect.
-    // A candidate's key holds its bare value, as in etcd's own election layout (see proclaim).
-    const value = candidate ? request.value : `${encodeEntry(request)}\n${encodeNote({ description: request.description, since: Date.now() })}`
+    // A candidate's key holds its bare value, as in etcd's own election layout
+    // (see proclaim), escaped only when it would read as a baton entry.
+    const value = candidate ? encodeCandidateValue(request.value) : `${encodeEntry(request)}\n${encodeNote({ description: request.description, since: Date.now() })}`
     if (candidate) this.candidates.set(key, request.owner)
     const range = this.lineRange(request.name)
     const reply = await this.guard(this.client.kv.txn({
@@ -250,7 +248,8 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
       const moving = lease !== slot.lease
       const reply = await this.guard(this.client.kv.txn({
         compare: [this.sameEntry(slot)],
-        success: moving ? [{ request_put: { key: Buffer.from(slot.id), value: Buffer.from(slot.value), lease: lease.id } }] : [],
+        // The value as etcd has it: a proclaim through another client may have changed it.
+        success: moving ? [{ request_put: { key: Buffer.from(slot.id), ignore_value: true, lease: lease.id } }] : [],
       }))
       if (!reply.succeeded || this.slots.get(hold.owner) !== slot) {
         this.slots.forget(slot)
@@ -309,34 +308,67 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   }
 
   /**
-   * A candidate's key is still its own: the same create revision (its
-   * token), as etcd's Election.Proclaim checks, so a proclaim crossing a
-   * renewal never fails it. Other entries: the same value, as always.
+   * The key is still this hold's: the same create revision (its token), as
+   * etcd's Election.Proclaim checks. Not its value: a proclaim (through this
+   * client or another sharing the store, a lock server's peer) changes it,
+   * and must never make the holder's renewal fail.
    */
   private sameEntry(slot: EtcdSlot) {
-    return slot.candidate
-      ? { key: Buffer.from(slot.id), target: 'Create' as const, result: 'Equal' as const, create_revision: String(slot.token) }
-      : { key: Buffer.from(slot.id), target: 'Value' as const, result: 'Equal' as const, value: Buffer.from(slot.value) }
+    return { key: Buffer.from(slot.id), target: 'Create' as const, result: 'Equal' as const, create_revision: String(slot.token) }
   }
 
   /** Keys of this client's election candidates → their owners: their values are bare, so parseLine knows them by key. */
   private readonly candidates = new Map<string, string>()
 
-  /** etcd's Election.Proclaim: puts the bare value on the leader's key if its create revision is unchanged. */
+  /**
+   * etcd's Election.Proclaim: puts the value on the leader's key if its
+   * create revision (the token) is unchanged, keeping its lease. A
+   * candidate's key keeps the bare value; a plain exclusive hold's keeps
+   * its spec, with the value in its note. A hold this client does not know
+   * (granted through another client: a lock server's peer on the same
+   * store) is found in the line by its token and its owner's part of the key.
+   */
   async proclaim(hold: HoldRef, value: string): Promise<boolean> {
     const slot = this.slots.get(hold.owner)
-    if (!slot || !slot.held || !slot.candidate || slot.token !== hold.token || slot.name !== hold.name) return false
-    if (looksLikeEntry(value)) throw invalidArgument(`an election value on etcd must not start like a baton line entry ("mx1|…"): etcd keeps the bare value as the key's value`)
+    if (slot && (!slot.held || slot.token !== hold.token || slot.name !== hold.name)) return false
+    const found = slot ? { key: slot.id, stored: slot.value, candidate: slot.candidate } : await this.othersLeader(hold)
+    if (!found) return false
+    let next: string
+    if (found.candidate) {
+      next = encodeCandidateValue(value)
+    } else {
+      const newline = found.stored.indexOf('\n')
+      const spec = newline >= 0 ? found.stored.slice(0, newline) : found.stored
+      next = `${spec}\n${encodeNote({ ...decodeNote(newline >= 0 ? found.stored.slice(newline + 1) : ''), value })}`
+    }
     const reply = await this.guard(this.client.kv.txn({
-      compare: [this.sameEntry(slot)],
-      success: [{ request_put: { key: Buffer.from(slot.id), value: Buffer.from(value), lease: slot.lease.id } }],
+      compare: [{ key: Buffer.from(found.key), target: 'Create', result: 'Equal', create_revision: String(hold.token) }],
+      success: [{ request_put: { key: Buffer.from(found.key), value: Buffer.from(next), ignore_lease: true } }],
     }))
     if (!reply.succeeded) {
-      this.slots.forget(slot)
+      if (slot) this.slots.forget(slot)
       return false
     }
-    slot.value = value
+    if (slot && this.slots.get(hold.owner) === slot) slot.value = next
     return true
+  }
+
+  /**
+   * Another client's exclusive hold that leads `hold.name` now (granted
+   * through a lock server's peer on the same store): the first key of the
+   * line, if its create revision is the token and its last part ends with
+   * the owner's own part (`<lease hex>.<owner after its client id>`). A
+   * stored value that reads as no baton entry is a candidate's.
+   */
+  private async othersLeader(hold: HoldRef): Promise<{ key: string; stored: string; candidate: boolean } | undefined> {
+    const reply = await this.guard(this.client.kv.range(this.lineRange(hold.name)))
+    const prefix = this.linePrefix(hold.name)
+    const first = reply.kvs.find((kv) => !kv.key.toString().slice(prefix.length).includes('/'))
+    const key = first?.key.toString()
+    if (!first || !key || first.create_revision !== String(hold.token) || !key.endsWith(`.${hold.owner.slice(hold.owner.indexOf('.') + 1)}`)) return undefined
+    const stored = first.value.toString()
+    const foreign = '\u0000'
+    return { key, stored, candidate: decodeEntry(key, 0n, stored, foreign).owner === foreign }
   }
 
   /** Election observers by name, with the prefix watch that tells them (`<name>/`, as the line's). */
@@ -492,8 +524,8 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     const { ID } = await this.guard(this.client.leaseClient.leaseGrant({ TTL: lockDelaySeconds(slot.lockDelayMs), ID: 0 }))
     // Only while the key is still this hold's: a forced release ends it without a delay.
     await this.guard(this.client.kv.txn({
-      compare: [{ key: Buffer.from(slot.id), target: 'Value', result: 'Equal', value: Buffer.from(slot.value) }],
-      success: [{ request_put: { key: Buffer.from(slot.id), value: Buffer.from(slot.value), lease: ID } }],
+      compare: [this.sameEntry(slot)],
+      success: [{ request_put: { key: Buffer.from(slot.id), ignore_value: true, lease: ID } }],
     }))
   }
 
@@ -591,9 +623,9 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
       // A bare value: this client's candidate (known by its key), or etcd's
       // election layout / another program's lock, whose value is shown as is.
       const entry = candidate !== undefined
-        ? { id: key, token: BigInt(kv.create_revision), owner: candidate, kind: 'mutex' as const, mode: 'exclusive' as const, permits: 1, weight: 1, fair: true, value: raw }
+        ? { id: key, token: BigInt(kv.create_revision), owner: candidate, kind: 'mutex' as const, mode: 'exclusive' as const, permits: 1, weight: 1, fair: true, value: decodeCandidateValue(raw) }
         : decodeEntry(key, BigInt(kv.create_revision), raw, foreignOwner)
-      line.push(entry.owner === foreignOwner ? { ...entry, value: raw } : entry)
+      line.push(entry.owner === foreignOwner ? { ...entry, value: decodeCandidateValue(raw) } : entry)
       leases.set(key, kv.lease)
     }
     return { line, leases, revision }

@@ -1,6 +1,7 @@
 import { Agent, request as httpsRequest } from 'node:https'
 import { Readable } from 'node:stream'
 import { BatonError, backendUnavailable } from '../../core/errors.js'
+import { traceContext } from '../../core/trace-context.js'
 
 /**
  * The few HTTP calls of the driver: JSON in, JSON or the API's error object
@@ -41,7 +42,10 @@ export class Api {
   }
 
   headers(extra: Record<string, string> = {}): Record<string, string> {
-    return { ...(this.bearer ? { authorization: `Bearer ${this.bearer}` } : {}), ...extra }
+    const headers = { ...(this.bearer ? { authorization: `Bearer ${this.bearer}` } : {}), ...extra }
+    // The caller's trace goes on to the server (W3C traceparent) when baton/otel is instrumenting.
+    traceContext.inject?.(headers)
+    return headers
   }
 
   async call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<ApiResult<T>> {

@@ -617,8 +617,6 @@ async function* readLines(response: Response): AsyncGenerator<unknown> {
   if (buffered.trim()) yield JSON.parse(buffered)
 }
 
-const KNOWN_PARAMS = ['session', 'ca', 'cert', 'key']
-
 /**
  * `https://…?ca=/path/ca.pem` trusts a private CA besides the system's (as
  * `rediss://…?ca=` does); `&cert=/path/client.crt&key=/path/client.key`
@@ -654,8 +652,6 @@ export const createHttpDriver: DriverFactory = async (url: StoreUrl, options: Dr
   if (!host || url.hosts.length > 1) throw invalidArgument(`the store URL ${url.display} must name one baton server: http://[:token@]host:port`)
   const hostPart = host.host.includes(':') ? `[${host.host}]` : host.host
   const base = `${url.scheme}://${hostPart}${host.port ? `:${host.port}` : ''}${url.path ? `/${url.path.replace(/\/$/, '')}` : ''}`
-  const unknown = [...url.params.keys()].filter((key) => !KNOWN_PARAMS.includes(key))
-  if (unknown.length > 0) throw invalidArgument(`${url.display}: unknown parameter ${unknown.map((key) => `"${key}"`).join(', ')}; known: ${KNOWN_PARAMS.join(', ')}`)
   const api = new Api(base, url.password || url.username || undefined, options.commandTimeoutMs, tlsAgent(url))
   const info = await api.call<{ capabilities: Capabilities }>('GET', '/v1/info', undefined, AbortSignal.timeout(options.connectTimeoutMs))
   if (!info.ok) unexpected(info.error)

@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs'
-import type { ConnectionOptions } from 'node:tls'
 import pg from 'pg'
 import type { DriverOptions } from '../../core/driver.js'
 import { BatonError, backendUnavailable, invalidArgument, unauthorized } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
+import { checkSingleHost, parsePoolSize, parsePort, sslOptions } from '../sql-common/options.js'
 
 export interface PostgresTarget {
   /** Settings for every connection: the pool's and the listener's. */
@@ -32,9 +31,7 @@ const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,39}$/
  * [&poolSize=10][&fenceTtl=1h].
  */
 export function postgresTarget(url: StoreUrl, options: DriverOptions): PostgresTarget {
-  if (url.hosts.length > 1) {
-    throw invalidArgument(`${url.display} names ${url.hosts.length} hosts; the postgres store connects to one (put a proxy or a virtual IP in front of a cluster)`)
-  }
+  checkSingleHost(url, 'postgres')
   const schema = url.params.get('schema') ?? 'baton'
   if (!SCHEMA_PATTERN.test(schema)) {
     throw invalidArgument(`"schema" in ${url.display} must be 1-40 lower-case letters, digits or '_', not starting with a digit`)
@@ -42,7 +39,7 @@ export function postgresTarget(url: StoreUrl, options: DriverOptions): PostgresT
   if (url.path.includes('/')) {
     throw invalidArgument(`the database "${url.path}" in ${url.display} must be a single name (postgres://host:port/database)`)
   }
-  const poolSize = parsePoolSize(url)
+  const poolSize = parsePoolSize(url, DEFAULT_POOL_SIZE)
   const address = url.hosts[0]
   const socketOrHost = url.params.get('host')
   if (address && (socketOrHost !== null || url.params.has('port'))) {
@@ -52,7 +49,7 @@ export function postgresTarget(url: StoreUrl, options: DriverOptions): PostgresT
   const database = url.path || user
   const client: pg.ClientConfig = {
     host: address?.host ?? socketOrHost ?? undefined,
-    port: address?.port ?? parsePort(url),
+    port: address?.port ?? parsePort(url, DEFAULT_PORT),
     user,
     database,
     ...(url.password !== undefined ? { password: url.password } : {}),
@@ -66,55 +63,6 @@ export function postgresTarget(url: StoreUrl, options: DriverOptions): PostgresT
     keepAliveInitialDelayMillis: 10_000,
   }
   return { client, poolSize, schema, user, database, display: url.display, label: `postgres store at ${url.display}` }
-}
-
-function parsePort(url: StoreUrl): number {
-  const raw = url.params.get('port')
-  if (raw === null) return DEFAULT_PORT
-  const port = Number(raw)
-  if (!/^\d+$/.test(raw) || port < 1 || port > 65535) throw invalidArgument(`"port" in ${url.display} must be 1-65535, got ${JSON.stringify(raw)}`)
-  return port
-}
-
-function parsePoolSize(url: StoreUrl): number {
-  const raw = url.params.get('poolSize')
-  if (raw === null) return DEFAULT_POOL_SIZE
-  const size = Number(raw)
-  if (!/^\d+$/.test(raw) || size < 1 || size > 1000) {
-    throw invalidArgument(`"poolSize" in ${url.display} must be a whole number from 1 to 1000, got ${JSON.stringify(raw)}`)
-  }
-  return size
-}
-
-/** libpq's sslmode values, as far as node's TLS can honour them. */
-function sslOptions(url: StoreUrl): false | ConnectionOptions {
-  const mode = url.params.get('sslmode') ?? 'disable'
-  const ca = readCa(url)
-  switch (mode) {
-    case 'disable':
-      return false
-    case 'require': // encrypted, server not verified (as libpq without a root certificate)
-      return { rejectUnauthorized: false }
-    case 'verify-ca': // signed by a trusted CA, any host name
-      return { ...ca, rejectUnauthorized: true, checkServerIdentity: () => undefined }
-    case 'verify-full':
-      return { ...ca, rejectUnauthorized: true }
-    case 'prefer':
-    case 'allow':
-      throw invalidArgument(`sslmode=${mode} in ${url.display} would fall back to an unencrypted connection, which this client can not do; use sslmode=disable or sslmode=require`)
-    default:
-      throw invalidArgument(`"sslmode" in ${url.display} must be disable, require, verify-ca or verify-full, got ${JSON.stringify(mode)}`)
-  }
-}
-
-function readCa(url: StoreUrl): { ca?: Buffer } {
-  const path = url.params.get('sslrootcert')
-  if (path === null) return {}
-  try {
-    return { ca: readFileSync(path) }
-  } catch (cause) {
-    throw invalidArgument(`"sslrootcert" in ${url.display} names a file that can not be read: ${path}`, cause)
-  }
 }
 
 /** SQLSTATE of an error PostgreSQL answered with, or undefined for transport failures. */

@@ -10,6 +10,7 @@ import type { StoreUrl } from '../../core/url.js'
 import { WakeRoutes } from '../../core/wake-routes.js'
 import { postgresTarget, storeError, type PostgresTarget } from './connection.js'
 import { WakeListener } from './listener.js'
+import { Sweeper } from '../sql-common/sweeper.js'
 import { ensureSchema } from './schema.js'
 import { sqlFor, type Operation, type SqlSet } from './sql.js'
 
@@ -21,8 +22,6 @@ const CAPABILITIES: Capabilities = {
 const LIST_PAGE = 500
 /** Most idle names one sweep drops; a full batch runs the next sweep at once. */
 const SWEEP_BATCH = 1000
-const SWEEP_MIN_MS = 250
-const SWEEP_MAX_MS = 60_000
 
 interface AcquireRow {
   status: 'granted' | 'busy' | 'conflict'
@@ -60,7 +59,7 @@ export class PostgresDriver implements Driver {
   /** pg_notify channel of a client: this prefix and its client id. */
   private readonly channelPrefix: string
   private readonly listener: WakeListener
-  private sweepTimer: NodeJS.Timeout | undefined
+  private readonly sweeper: Sweeper
   private closed = false
 
   constructor(
@@ -70,6 +69,10 @@ export class PostgresDriver implements Driver {
     private readonly options: DriverOptions,
   ) {
     this.channelPrefix = `${target.schema}.wake.`
+    this.sweeper = new Sweeper(options.fenceTtlMs, async () => {
+      const [row] = await this.run<{ dropped: number }>('sweep', [options.fenceTtlMs, SWEEP_BATCH])
+      return Number(row?.dropped) >= SWEEP_BATCH
+    })
     this.listener = new WakeListener(
       target.client,
       this.channelPrefix + options.clientId,
@@ -85,7 +88,7 @@ export class PostgresDriver implements Driver {
   /** Starts listening for wake-ups, and the sweep of idle names. */
   async start(): Promise<void> {
     await this.listener.start()
-    this.scheduleSweep(this.sweepInterval())
+    this.sweeper.start()
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -203,7 +206,7 @@ export class PostgresDriver implements Driver {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    clearTimeout(this.sweepTimer)
+    this.sweeper.stop()
     this.routes.clear()
     this.observers.clear()
     await Promise.allSettled([this.listener.close(), this.pool.end()])
@@ -226,22 +229,6 @@ export class PostgresDriver implements Driver {
   }
 
 
-  /** Half the idle window, so a name's rows go between 1 and 1.5 windows after its last use. */
-  private sweepInterval(): number {
-    const base = Math.min(SWEEP_MAX_MS, Math.max(SWEEP_MIN_MS, this.options.fenceTtlMs / 2))
-    return base * (0.9 + Math.random() * 0.2) // clients started together do not sweep together
-  }
-
-  private scheduleSweep(delayMs: number): void {
-    if (this.closed) return
-    this.sweepTimer = setTimeout(() => {
-      this.run<{ dropped: number }>('sweep', [this.options.fenceTtlMs, SWEEP_BATCH]).then(
-        ([row]) => this.scheduleSweep(Number(row?.dropped) >= SWEEP_BATCH ? 0 : this.sweepInterval()),
-        () => this.scheduleSweep(this.sweepInterval()), // the store is away; the next sweep catches up
-      )
-    }, delayMs)
-    this.sweepTimer.unref()
-  }
 }
 
 function infoOf(row: InfoRow): LockInfo {

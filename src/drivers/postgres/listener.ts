@@ -19,6 +19,12 @@ export class WakeListener {
   private timer: NodeJS.Timeout | undefined
   /** Channels LISTENed to besides the wake-up channel (leader election observers), kept across reconnects. */
   private readonly extra = new Map<string, (payload: string) => void>()
+  /**
+   * The connection's statements, one at a time: pg deprecates a query sent
+   * while others wait on the same client (pg 9 refuses it), and observers
+   * coming and going send LISTEN / UNLISTEN whenever they like.
+   */
+  private statements: Promise<unknown> = Promise.resolve()
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -73,12 +79,21 @@ export class WakeListener {
    */
   async listen(channel: string, onMessage: (payload: string) => void): Promise<() => void> {
     this.extra.set(channel, onMessage)
-    await this.client?.query(`LISTEN ${quoteIdent(channel)}`).catch(() => {})
+    await this.statement(`LISTEN ${quoteIdent(channel)}`)
     return () => {
       if (this.extra.get(channel) !== onMessage) return
       this.extra.delete(channel)
-      this.client?.query(`UNLISTEN ${quoteIdent(channel)}`).catch(() => {})
+      void this.statement(`UNLISTEN ${quoteIdent(channel)}`)
     }
+  }
+
+  /** Runs `text` on the current connection after the statements before it; a failure is the reconnect's business. */
+  private statement(text: string): Promise<void> {
+    const run = this.statements.then(async () => {
+      await this.client?.query(text)
+    }).catch(() => {})
+    this.statements = run
+    return run
   }
 
   private lost(client: pg.Client): void {

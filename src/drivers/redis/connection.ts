@@ -74,7 +74,10 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
       const settings: ClusterOptions = {
         lazyConnect: true,
         enableAutoPipelining: true,
-        maxRedirections: 8,
+        // A slot being migrated answers TRYAGAIN for the names it has only
+        // part of (the scripts declare every key of a name; see Scripts),
+        // each try 100 ms apart: 16 (ioredis' default) spans a short move.
+        maxRedirections: 16,
         clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
         redisOptions: { ...common, lazyConnect: false },
       }

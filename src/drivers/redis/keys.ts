@@ -11,6 +11,16 @@ export function baseKey(prefix: string, name: string): string {
   return `${prefix}:{${name}}:`
 }
 
+/**
+ * Every key suffix a script may touch under a name's base (scripts/basics.lua,
+ * redlock-line.lua). On a Cluster the scripts declare them all (Scripts), not
+ * only the base: a node whose slot is being migrated decides by the declared
+ * keys whether it still serves a call (all of them here), asks the client to
+ * try again (some moved already), or sends it to the importing node (none
+ * here), so a script never runs on a node holding part of a name's state.
+ */
+export const NAME_KEY_SUFFIXES = ['x', 'h', 'd', 't', 'q', 'qi', 'o', 'rq', 'rqi'] as const
+
 /** The hold key of a name: the exclusive hold, or the fencing counter while free (scripts/basics.lua). */
 export function holdKey(prefix: string, name: string): string {
   return `${baseKey(prefix, name)}x`

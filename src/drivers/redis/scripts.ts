@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { Command, type Cluster, type Redis } from 'ioredis'
+import { NAME_KEY_SUFFIXES } from './keys.js'
 import { luaSource, scriptPath } from './lua-source.js'
 
 export { scriptPath }
@@ -25,6 +26,7 @@ export const SCRIPTS = {
   inspect: { file: 'inspect', numberOfKeys: 1 },
   downgrade: { file: 'downgrade', numberOfKeys: 1 },
   proclaim: { file: 'proclaim', numberOfKeys: 1 },
+  observe: { file: 'observe', numberOfKeys: 1 },
   // Used by the Redlock driver, which runs the scripts above on each of its nodes.
   redlockLine: { file: 'redlock-line', numberOfKeys: 1 },
   raiseToken: { file: 'raise-token', numberOfKeys: 1 },
@@ -215,11 +217,32 @@ const scriptsOnSocket = new WeakMap<object, Set<string>>()
  * ioredis' Command code stays monomorphic enough to be fast.
  */
 class ScriptCommand extends Command {
+  /** Its caller was answered with an error (a deadline, a flushed queue): see toWritable. */
+  private abandoned = false
+
   constructor(private readonly script: LoadedScript, how: 'evalsha' | 'eval', args: (string | number)[]) {
     super(how, args, COMMAND_OPTIONS)
+    const reject = this.reject
+    this.reject = (error: Error) => {
+      this.abandoned = true
+      reject.call(this, error)
+    }
   }
 
   override toWritable(socket: object): string | Buffer {
+    // A call whose caller was told it failed must never run later. ioredis
+    // keeps a call that was out when the connection dropped, or that waited
+    // in its offline queue past its deadline, and writes it after the next
+    // reconnect: an attempt the core reported failed (and whose give-back
+    // was flushed meanwhile) took the name for a fresh ttl, nobody's. The
+    // write can not be taken back from ioredis' queues, so it goes as a
+    // PING, whose answer nobody reads. A call still awaited is written again
+    // as before (the scripts are idempotent for their owner).
+    if (this.abandoned) {
+      this.name = 'ping'
+      this.args = []
+      return super.toWritable(socket)
+    }
     let sent = scriptsOnSocket.get(socket)
     if (!sent) scriptsOnSocket.set(socket, (sent = new Set()))
     if (!sent.has(this.script.sha)) {
@@ -249,7 +272,11 @@ export class Scripts {
   /** Batches a turn's calls on one Redis; none on a Cluster, whose calls of one turn go to many slots and nodes. */
   private readonly batch: ScriptBatch | undefined
 
+  /** Redis Cluster: every call declares all of its name's keys (clusterArgs). */
+  private readonly cluster: boolean
+
   constructor(private readonly client: Client) {
+    this.cluster = 'nodes' in client
     for (const script of loadScripts()) this.byName.set(script.name, script)
     if (!('nodes' in client)) {
       const batch = batchScript!
@@ -279,7 +306,27 @@ export class Scripts {
   private send(script: LoadedScript, argv: readonly (string | number)[], how: 'evalsha' | 'eval' = 'evalsha'): Promise<unknown> {
     const body = how === 'evalsha' ? script.sha : script.lua
     // ioredis flattens the arguments one level: argv is copied once, there.
-    const args = script.numberOfKeys === undefined ? [body, argv] : [body, script.numberOfKeys, argv]
+    const args = script.numberOfKeys === undefined
+      ? [body, argv]
+      : this.cluster ? clusterArgs(body, argv) : [body, script.numberOfKeys, argv]
     return this.client.sendCommand(new ScriptCommand(script, how, args as (string | number)[])) as Promise<unknown>
   }
+}
+
+/**
+ * A Cluster call's arguments: the base key (KEYS[1], which the scripts read)
+ * and after it every key of the name (KEYS[2..], never read by the scripts).
+ * A slot being migrated routes a call by the keys it declares: the base
+ * alone never exists, so every call was sent (ASK) to the importing node,
+ * which had none of a held lock's keys: "free" to inspect, "lost" to its
+ * holder's renewal. Declared, the name's keys make the migrating node serve
+ * the call while it has them all, answer TRYAGAIN while it has some, and
+ * send it on only when none is left; the importing node answers TRYAGAIN
+ * until the move ends (the base is missing there too). ioredis retries both
+ * (retryDelayOnTryAgain, maxRedirections). A single Redis has no slots to
+ * move: it keeps one short key per call.
+ */
+function clusterArgs(body: string, argv: readonly (string | number)[]): unknown[] {
+  const base = String(argv[0])
+  return [body, 1 + NAME_KEY_SUFFIXES.length, base, NAME_KEY_SUFFIXES.map((suffix) => base + suffix), argv.slice(1)]
 }

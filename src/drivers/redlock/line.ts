@@ -10,7 +10,7 @@ export interface LineSpot {
   readonly node: number
   /**
    * Attempts in a row that found the name free on the line node but not on
-   * a majority (RedlockDriver.busy): each waits longer before the next.
+   * a majority (Waiting.busy): each waits longer before the next.
    */
   stalls?: number
 }

@@ -89,7 +89,7 @@ export class RedlockNode {
   /** Watches the connection: a drop suspends the node's votes until its run_id is checked again. */
   private async wire(driver: RedisDriver): Promise<void> {
     // Tokens floored by whole milliseconds: the nodes draw equal tokens in
-    // the common case, so no raise is needed (see the RedlockDriver comment).
+    // the common case, so no raise is needed (see the comment atop index.ts).
     driver.tokenClockUnitUs = TOKEN_CLOCK_UNIT_US
     driver.batchScripts = false
     this.driver = driver

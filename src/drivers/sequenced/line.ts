@@ -170,10 +170,20 @@ function noteOf(entry: LineEntry): EntryNote {
 
 /**
  * etcd's election layout (concurrency.Election, `etcdctl elect`) keeps the
- * bare value as the key's value, where baton keeps its spec: a value that
- * reads as a spec would pass for a baton entry of another owner, so it is
- * refused.
+ * bare value as the key's value, where baton keeps its spec. A value that
+ * would read as a spec (any shape decodeEntry accepts, weighted ones too) is
+ * kept behind a NUL, which no value can start with (the core refuses NUL in
+ * values): every value is accepted, as on every store, and none can pass for
+ * a baton entry. Other programs see such a value with its NUL.
  */
-export function looksLikeEntry(value: string): boolean {
-  return /^[mrs][xrwp]\d+f?\|/.test(value)
+const ESCAPE = '\u0000'
+
+export function encodeCandidateValue(value: string): string {
+  const readsAsEntry = decodeEntry('', 0n, value, '\u0000').owner !== '\u0000'
+  return readsAsEntry || value.startsWith(ESCAPE) ? ESCAPE + value : value
+}
+
+/** A candidate's value as announced, from what the key keeps (see encodeCandidateValue). */
+export function decodeCandidateValue(stored: string): string {
+  return stored.startsWith(ESCAPE) ? stored.slice(1) : stored
 }

@@ -46,6 +46,8 @@ interface Observed {
   readonly observers: Set<() => void>
   readonly onEvent: (event: Event) => void
   session?: ZkSession
+  /** The paths its watches are set on now (the name's node, its first entry), forgotten when nobody observes. */
+  readonly paths: Set<string>
 }
 
 /**
@@ -66,8 +68,8 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   private readonly parents = new Map<string, { count: number; linger?: NodeJS.Timeout }>()
   /** Write nodes seen downgraded (their data was set again: version > 0): they block writers only. */
   private readonly downgraded = new Set<string>()
-  /** Removals of expired holds' nodes at the end of their lock delay. */
-  private readonly delays = new Set<NodeJS.Timeout>()
+  /** Removals of expired holds' nodes at the end of their lock delay, with the node each removes. */
+  private readonly delays = new Map<NodeJS.Timeout, ZkSlot>()
   private closed = false
 
   constructor(private readonly target: ZkTarget, private readonly clientId: string) {}
@@ -177,11 +179,16 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   /**
    * The node's data carries the value (encodeNote's "v"): set again in
    * place. Its data version goes above 0, which marks a *write* node
-   * downgraded; a leader's node is exclusive, which that never changes.
+   * downgraded; a leader's node is exclusive, which that never changes. A
+   * hold this client does not know (granted through another client: a lock
+   * server's peer on the same store) is found by its owner, in its node's
+   * name, and its token.
    */
   async proclaim(hold: HoldRef, value: string): Promise<boolean> {
+    if (hold.mode !== 'exclusive') return false
     const slot = this.slots.get(hold.owner)
-    if (!slot || !slot.held || slot.token !== hold.token || slot.name !== hold.name || slot.mode !== 'exclusive') return false
+    if (!slot) return this.proclaimOthers(hold, value)
+    if (!slot.held || slot.token !== hold.token || slot.name !== hold.name || slot.mode !== 'exclusive') return false
     const note = encodeNote({ ...decodeNote(slot.note), value })
     try {
       await slot.session.setData(slot.id, Buffer.from(note))
@@ -193,6 +200,29 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       throw await zkDiagnosis(this.target, error)
     }
     slot.note = note
+    return true
+  }
+
+  /** proclaim() for another client's hold: its node must lead the line with the token; its data is set only as read. */
+  private async proclaimOthers(hold: HoldRef, value: string): Promise<boolean> {
+    const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
+    const parent = parentOf(hold.name)
+    const read = await this.guard(session.childrenWithStat(parent)
+      .catch((e: unknown) => (errorCode(e) === Exception.NO_NODE ? undefined : Promise.reject(e))))
+    const head = read && this.parseLine(parent, read.children)[0]
+    if (!read || !head || head.owner !== hold.owner || tokenOf(read.stat, head.id.slice(parent.length + 1)) !== hold.token) return false
+    const node = await this.guard(session.getData(head.id))
+    if (!node) return false
+    const note = encodeNote({ ...decodeNote(node.data.toString()), value })
+    try {
+      await session.setData(head.id, Buffer.from(note), node.stat.version)
+    } catch (error) {
+      const code = errorCode(error)
+      if (code === Exception.NO_NODE) return false
+      // Changed since it was read (another proclaim): the newest value wins, so read it again.
+      if (code === Exception.BAD_VERSION) return this.proclaimOthers(hold, value)
+      throw await zkDiagnosis(this.target, error)
+    }
     return true
   }
 
@@ -208,6 +238,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
         // One function per name: the client library keeps a watcher once per path, so arming again adds none.
         // The observers are told once the watches are set again, so a change right after their read is not missed.
         onEvent: () => this.armObserver(name, made),
+        paths: new Set<string>(),
       } as Observed
       entry = made
       this.observed.set(name, made)
@@ -218,8 +249,11 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     kept.observers.add(mine)
     return () => {
       kept.observers.delete(mine)
-      // ZooKeeper watches can not be removed: an unobserved name's last watch fires once more, to nobody.
-      if (kept.observers.size === 0 && this.observed.get(name) === kept) this.observed.delete(name)
+      if (kept.observers.size > 0 || this.observed.get(name) !== kept) return
+      this.observed.delete(name)
+      // ZooKeeper watches can not be removed: this side forgets them (the server's fire once more, to nobody).
+      // (A watch still being set is forgotten by armObserver once set.)
+      for (const path of kept.paths) kept.session?.forgetWatch(path, kept.onEvent)
     }
   }
 
@@ -235,15 +269,21 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     const parent = parentOf(name)
     const arm = async (): Promise<void> => {
       const session = await this.sessionFor(ADMIN_SESSION_MS / 1.5)
-      if (this.closed) return
+      if (this.closed || this.observed.get(name) !== entry) return
+      if (entry.session && entry.session !== session) for (const path of entry.paths) entry.session.forgetWatch(path, entry.onEvent)
       entry.session = session
+      entry.paths.clear()
+      entry.paths.add(parent)
       const children = await session.childrenWatched(parent, entry.onEvent).catch(async (error: unknown) => {
         if (errorCode(error) !== Exception.NO_NODE) throw error
         return (await session.exists(parent, entry.onEvent)) ? undefined : []
       })
       if (children === undefined) return arm() // made meanwhile
       const head = this.parseLine(parent, children)[0]
+      if (head) entry.paths.add(head.id)
       if (head && !(await session.exists(head.id, entry.onEvent))) return arm() // gone meanwhile
+      // Nobody observes any more: what was just set is forgotten on this side.
+      if (!this.closed && this.observed.get(name) !== entry) for (const path of entry.paths) session.forgetWatch(path, entry.onEvent)
       if (this.closed || this.observed.get(name) !== entry) return
       // Watching now: what changed before the watches were set is read now.
       for (const each of entry.observers) each()
@@ -317,14 +357,38 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     for (const slot of this.slots.byOwner.values()) {
       if (slot.held) this.slots.wake(slot.owner, { type: 'lost', reason: 'its client was closed, which ends its ZooKeeper session and every node of it' })
     }
-    const waiting = this.slots.clear()
-    await Promise.all(waiting.map((s) => this.removeNode(s.session, s.id).catch(() => {})))
+    const entries = [...this.slots.byOwner.values()]
+    this.slots.clear()
     for (const entry of this.parents.values()) clearTimeout(entry.linger)
     this.observed.clear()
-    // Closing the sessions removes nodes kept for a lock delay too: a closed client's delays end with it.
-    for (const timer of this.delays) clearTimeout(timer)
+    // A closed client's delays end with it, as its sessions do.
+    const phantoms = [...this.delays.values()]
+    for (const timer of this.delays.keys()) clearTimeout(timer)
+    this.delays.clear()
+    const names = new Set([...this.parents.keys(), ...entries.map((e) => e.name), ...phantoms.map((p) => p.name)])
+    await this.tidyUp([...entries, ...phantoms], [...names])
     for (const pending of this.sessions.values()) void pending.then((s) => s.close(), () => {})
     this.sessions.clear()
+  }
+
+  /**
+   * On close: this client's nodes go now (closing the sessions would take
+   * them too), then the parents of the names it used, each only if empty
+   * (ZooKeeper refuses to remove a node with children: another client's
+   * entries keep theirs), so a clean close leaves no empty parent behind.
+   * Bounded by the command timeout: a silent ensemble is not waited for
+   * (a parent left then is removed by the next client that empties it).
+   */
+  private async tidyUp(nodes: readonly ZkSlot[], names: readonly string[]): Promise<void> {
+    const work = (async () => {
+      await Promise.all(nodes.map((n) => this.removeNode(n.session, n.id).catch(() => {})))
+      const session = nodes[0]?.session ?? await [...this.sessions.values()][0]?.catch(() => undefined)
+      if (!session || session.expired) return
+      await Promise.all(names.map((name) => session.remove(parentOf(name)).catch(() => {})))
+    })()
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([work, new Promise((resolve) => (timer = setTimeout(resolve, this.target.commandTimeoutMs)))])
+    clearTimeout(timer)
   }
 
   // ---- SlotStore ----
@@ -346,7 +410,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       this.slots.deleteEntry(slot)
     }, slot.lockDelayMs)
     timer.unref()
-    this.delays.add(timer)
+    this.delays.set(timer, slot)
   }
 
   async readLine(slot: ZkSlot): Promise<{ line: LineEntry[]; marker: unknown }> {
@@ -361,7 +425,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       if (event.getType() === NODE_DATA_CHANGED) this.downgraded.add(event.getPath())
       void this.slots.recheck(slot)
     }
-    void Promise.all(blockers.map((b) => slot.session.exists(b.id, onChange))).then(
+    void Promise.all(blockers.map((b) => slot.session.existsShared(b.id, onChange))).then(
       (stats) => {
         let stale = false
         stats.forEach((stat, i) => {

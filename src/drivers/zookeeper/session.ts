@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events'
 import { connect as connectTcp } from 'node:net'
 import zookeeper, { type Client, type Event, type Stat } from 'node-zookeeper-client'
 import type { DriverOptions } from '../../core/driver.js'
@@ -264,8 +265,56 @@ export class ZkSession {
     return this.call<string>((done) => this.client.mkdirp(path, (e, p) => done(e, p)))
   }
 
-  setData(path: string, data: Buffer): Promise<Stat> {
-    return this.call<Stat>((done) => this.client.setData(path, data, -1, (e, stat) => done(e, stat)))
+  /**
+   * `exists` with a watch shared by every caller of this session watching
+   * `path`: the client library keeps one emitter per watched path with one
+   * listener per distinct function, so many waiters of one client behind
+   * the same node (weighted permits behind a heavy holder) each added one
+   * and tripped Node's MaxListenersExceededWarning. One function per
+   * session fans each event out to the callers registered since the last.
+   */
+  existsShared(path: string, watcher: (event: Event) => void): Promise<Stat | null> {
+    let callers = this.sharedWatches.get(path)
+    if (!callers) this.sharedWatches.set(path, (callers = new Set()))
+    callers.add(watcher)
+    return this.exists(path, this.fanOut)
+  }
+
+  private readonly sharedWatches = new Map<string, Set<(event: Event) => void>>()
+  private readonly fanOut = (event: Event): void => {
+    const callers = this.sharedWatches.get(event.getPath())
+    this.sharedWatches.delete(event.getPath())
+    for (const each of callers ?? []) each(event)
+  }
+
+  /**
+   * Forgets `watcher` on `path` on this side: ZooKeeper (and the client
+   * library) offer no way to remove a watch, and the library keeps an
+   * emitter per path until its watch fires, which for a name nobody
+   * changes is forever. The server's watch then fires once, to nobody.
+   */
+  forgetWatch(path: string, watcher: (event: Event) => void): void {
+    const manager = (this.client as unknown as { connectionManager?: { watcherManager?: Record<string, Record<string, EventEmitter> | undefined> } })
+      .connectionManager?.watcherManager
+    for (const kind of ['dataWatchers', 'childWatchers', 'existenceWatchers']) {
+      const byPath = manager?.[kind]
+      const emitter = byPath?.[path]
+      if (!emitter) continue
+      emitter.removeListener('notification', watcher)
+      if (emitter.listenerCount('notification') === 0) delete byPath[path]
+    }
+  }
+
+  /** Paths with a watch this session's client keeps on this side (for tests: nothing may pile up). */
+  watchedPaths(): number {
+    const manager = (this.client as unknown as { connectionManager?: { watcherManager?: Record<string, Record<string, EventEmitter> | undefined> } })
+      .connectionManager?.watcherManager
+    return ['dataWatchers', 'childWatchers', 'existenceWatchers'].reduce((sum, kind) => sum + Object.keys(manager?.[kind] ?? {}).length, 0)
+  }
+
+  /** Sets the node's data; with `version`, only if the node is still at that data version (else BAD_VERSION). */
+  setData(path: string, data: Buffer, version = -1): Promise<Stat> {
+    return this.call<Stat>((done) => this.client.setData(path, data, version, (e, stat) => done(e, stat)))
   }
 
   close(): void {

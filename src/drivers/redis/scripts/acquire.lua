@@ -47,7 +47,7 @@ if exclusive then
   local counter = seen and string.match(seen, '^(%d+)|%-$')
   -- Redlock nodes (a token clock unit other than 1) keep the slow path for
   -- a missing key: see batchScripts in src/drivers/redis/index.ts.
-  if counter or (not seen and ARGV[5] == '1' and redis.call('EXISTS', base .. 'h', base .. 'q', base .. 't') == 0) then
+  if counter or (not seen and ARGV[5] == '1' and redis.call('EXISTS', base .. 'h', base .. 'q', base .. 't', base .. 'o') == 0) then
     local t = redis.call('TIME')
     local us = t[1] .. string.sub('00000' .. t[2], -6)
     local token = us
@@ -159,7 +159,7 @@ if not queued and fits(mode, permitsOf(spec), mode == 'r' and writerWaiting(), w
   and (not isFair(spec) or not liveHead(now)) and (mode ~= 'p' or headFits(now, weightOf(spec))) then
   local token = grant(owner, spec, ttl, delay, us, unit, now, fenceTtl, description)
   settle()
-  if carriesValue(description) then electionNotice(channelPrefix) end
+  if isExclusive(mode) and noticeWanted(description) then electionNotice(channelPrefix) end
   return {1, token, ttl}
 end
 

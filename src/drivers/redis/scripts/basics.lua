@@ -30,6 +30,11 @@
                when q and qi expire (store ms): raised, with slack, only
                when a joining entry would outlive it. qi exists while q does
                (both are deleted when the line empties)
+    o   STRING "observed": a client follows the name's leader (Driver.observe,
+               observe.lua); while it exists, every exclusive grant, hand-over,
+               release and forced release is published to the observers, not
+               only a leader's (with a value), and the flag of x stays "s"
+               so the fast paths, which publish nothing, leave such names
   A member is "<owner>|<spec>|<token>|<lockDelayMs>". It is expired once less
   than its lock delay is left, and gone (pruned, or expired by Redis) after.
   <spec> is a mode letter (x exclusive, r read, w write, p permit), the
@@ -42,7 +47,7 @@
   answers as the first run did; it never makes a second one.
 ]]
 
-local K = { x = X, h = base .. 'h', d = base .. 'd', t = base .. 't', q = base .. 'q', qi = base .. 'qi' }
+local K = { x = X, h = base .. 'h', d = base .. 'd', t = base .. 't', q = base .. 'q', qi = base .. 'qi', o = base .. 'o' }
 
 local function parseMember(member)
   local owner, spec, token, delay = string.match(member, '^([^|]*)|(%a%d*[%*%d]*f?)|(%d+)|(%d+)$')
@@ -124,6 +129,13 @@ end
 
 local function carriesValue(note)
   return note ~= nil and string.find(note, '\0', 1, true) ~= nil
+end
+
+-- Whether a change of the exclusive hold with `note` is told to the name's
+-- observers: a leader's (its note carries a value), or any while someone
+-- observes the name (K.o), so a plain mutex's holder is followed too.
+local function noticeWanted(note)
+  return carriesValue(note) or redis.call('EXISTS', K.o) == 1
 end
 
 -- The hold key's value while held: member, flag, since, description; or nil.
@@ -208,14 +220,14 @@ local function freeHoldKey(counter, fenceTtl)
   holdValue, holdRead, freeTtl = int(counter) .. '|s', true, fenceTtl
 end
 
--- Sets the hold key's flag to what h, q and t say now (see above). Every
+-- Sets the hold key's flag to what h, q, t and o say now (see above). Every
 -- script that may have created or removed one of them calls it last.
 -- `busy`: the caller knows one of them may exist (it just joined the line,
 -- or handed the name to the line's head): "s" without a look.
 local function settle(busy)
   local value = holdKeyValue()
   if not value then return end
-  local want = (busy or redis.call('EXISTS', K.h, K.q, K.t) > 0) and 's' or '-'
+  local want = (busy or redis.call('EXISTS', K.h, K.q, K.t, K.o) > 0) and 's' or '-'
   local member, flag, since, description = parseHeld(value)
   if member then
     if flag ~= want and flag ~= 'old' then writeHoldKey(heldValue(member, want, since, description), 'KEEPTTL') end

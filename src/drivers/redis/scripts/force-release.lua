@@ -25,7 +25,7 @@ local _, now = clock()
 prune(K.h, now)
 local members = redis.call('ZRANGE', K.h, 0, -1)
 local exclusive, counter, held = readHoldKey()
-if exclusive and carriesValue(held) then electionNotice(channelPrefix) end
+if exclusive and noticeWanted(held) then electionNotice(channelPrefix) end
 if exclusive then
   table.insert(members, exclusive)
   freeHoldKey(counter, tonumber(ARGV[2]))

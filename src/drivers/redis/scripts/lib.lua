@@ -199,7 +199,7 @@ local function promote(channelPrefix, us, unit, now, fenceTtl)
       forgetEntry(head, info)
       local token = grant(head, spec, ttl, delay, us, unit, now, fenceTtl, description)
       wake(channelPrefix, head, 'g|' .. head .. '|' .. int(token) .. '|' .. int(ttl))
-      if carriesValue(description) then electionNotice(channelPrefix) end
+      if isExclusive(modeOf(spec)) and noticeWanted(description) then electionNotice(channelPrefix) end
       -- Nothing fits next to an exclusive holder.
       if isExclusive(modeOf(spec)) then return true end
     end

@@ -110,7 +110,7 @@ if released == 1 or member == '' then
   handedOver = promote(ARGV[4], us, tonumber(ARGV[6]) or 1, now, fenceTtl)
 end
 -- A leader resigned: its observers hear it even when nobody was next in line.
-if released == 1 and seen and carriesValue(seen) then electionNotice(ARGV[4]) end
+if released == 1 and exclusive and noticeWanted(seen) then electionNotice(ARGV[4]) end
 if tellOwner and released == 1 then wake(ARGV[4], owner, 'd|' .. owner) end
 -- Handed to the line's head: the line may go on, so "s" without a look.
 settle(handedOver)

@@ -1,0 +1,139 @@
+import type { AcquireRequest, AcquireResult, ExtendResult, HoldRef, LockSpec } from '../../core/driver.js'
+import { isBatonError } from '../../core/errors.js'
+import { baseKey } from './keys.js'
+import { memberOf, noteOf, parseHolder, specOf } from './members.js'
+import type { NameScripts } from './name-scripts.js'
+import type { WakeChannels } from './wake-channels.js'
+
+/**
+ * The calls that grant, renew and end holds: acquire, extend, release,
+ * downgrade, each one script and one round trip, and the ordering they need
+ * from each other (an acquire waits for its owner's release on the way; a
+ * give-back the connection dropped is sent again). The place to add what
+ * must follow a grant or a renewal.
+ */
+export class Holds {
+  /**
+   * The fencing counter's clock floor is the store clock rounded down to
+   * this many µs (acquire.lua ARGV[5]). 1 here; the Redlock driver sets
+   * 1000 on its nodes so that their tokens agree in the common case.
+   */
+  tokenClockUnitUs = 1
+
+  /**
+   * Releases on their way, by owner and name. An acquire of the same owner
+   * and name waits for it: the scripts run in the order they are sent, but
+   * a call answered NOSCRIPT (SCRIPT FLUSH, a restart) runs again only after
+   * the calls sent behind it, and an acquire that ran first would take the
+   * releasing owner's own hold back (same owner: the same hold), which the
+   * release then ends: a lease on a free name. Other owners' calls reordered
+   * so cost at most a wrong "busy" (found by a hostile review: a lock
+   * server's or a given owner's release then acquire in one turn).
+   */
+  private readonly releasing = new Map<string, Promise<unknown>>()
+
+  /**
+   * Give-backs (a release without a token: the core undoing an attempt it
+   * reported failed, whose fate it does not know) that the connection could
+   * not carry, by owner and name. Redis may have run the attempt before the
+   * connection dropped; ioredis flushes a give-back queued meanwhile
+   * (maxRetriesPerRequest), which left that attempt's hold for a fresh ttl,
+   * nobody's. Each is sent again after the next reconnect, until answered.
+   * An acquire of the same owner and name replaces it (its answer is the
+   * owner's state from then on).
+   */
+  private readonly giveBacks = new Map<string, LockSpec & { owner: string }>()
+
+  private closed = false
+
+  constructor(
+    private readonly scripts: NameScripts,
+    private readonly channels: WakeChannels,
+    private readonly keyPrefix: string,
+    private readonly clientId: string,
+    private readonly fenceTtlMs: number,
+  ) {}
+
+  /** Sends again the give-backs that failed for want of a connection (the command connection is ready again). */
+  resendGiveBacks(): void {
+    const pending = [...this.giveBacks.values()]
+    this.giveBacks.clear()
+    for (const hold of pending) this.release(hold).catch(() => {})
+  }
+
+  async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    if (this.giveBacks.size > 0) this.giveBacks.delete(`${request.owner}\0${request.name}`)
+    if (this.releasing.size > 0) {
+      const release = this.releasing.get(`${request.owner}\0${request.name}`)
+      if (release) await release.catch(() => {})
+    }
+    const ready = this.channels.ready(request.name)
+    if (ready !== true) await ready
+    // Every attempt is the same script whether or not it is a retry: the
+    // script itself recognises an owner that already holds or waits. What
+    // only its slow path reads travels as one argument (acquire.lua).
+    const slow = `${request.enqueue ? 1 : 0}|${Math.ceil(request.queueTtlMs)}|${this.fenceTtlMs}|${this.channels.channelFor(request.name)}`
+    const argv: (string | number)[] = [
+      baseKey(this.keyPrefix, request.name), request.owner, specOf(request), request.ttlMs, request.lockDelayMs,
+      this.tokenClockUnitUs, slow,
+    ]
+    const note = noteOf(request.description, request.value)
+    if (note !== undefined) argv.push(note)
+    const reply = (await this.scripts.runArgv('acquire', request.name, argv)) as string | [number, number | string, string | null, number | null]
+    // The fast path answers the token alone, for the ttl asked (acquire.lua).
+    if (typeof reply === 'string') return { status: 'granted', token: BigInt(reply), ttlMs: request.ttlMs }
+    const [status] = reply
+    if (status === 1) return { status: 'granted', token: BigInt(reply[1]), ttlMs: Number(reply[2]) }
+    if (status === -1) return { status: 'conflict', detail: String(reply[1]) }
+    const holder = reply[2] ? parseHolder(reply[2], Number(reply[3])) : undefined
+    return { status: 'busy', retryAfterMs: Number(reply[1]), ...(holder ? { holder } : {}) }
+  }
+
+  async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
+    // Issued together: ioredis' auto-pipelining sends them in one write per node.
+    const replies = await Promise.all(
+      holds.map((hold) => this.scripts.runArgv('extend', hold.name, [baseKey(this.keyPrefix, hold.name), memberOf(hold), ttlMs, hold.lockDelayMs])),
+    )
+    return replies.map((ttl) => (Number(ttl) > 0 ? { status: 'extended', ttlMs: Number(ttl) } : { status: 'lost' }))
+  }
+
+  /**
+   * `guess` (the Redlock driver): the hold's token is a guess; where it does
+   * not match, the owner's hold is ended whatever its token (release.lua's
+   * ARGV[5]). A hold known by its token is released without it, as always.
+   */
+  async release(hold: HoldRef | (LockSpec & { owner: string }), guess = false): Promise<boolean> {
+    const member = 'token' in hold ? memberOf(hold) : ''
+    // Another client's hold (a lock server releasing a lease another server granted): its client is told.
+    const foreign = hold.owner.startsWith(`${this.clientId}.`) ? 0 : 1
+    const argv: (string | number)[] = [
+      baseKey(this.keyPrefix, hold.name), member, hold.owner, this.fenceTtlMs, this.channels.channelFor(hold.name),
+      guess && member !== '' ? 1 : 0, this.tokenClockUnitUs, foreign,
+    ]
+    // Where the script's fast path may apply, the counter it leaves (release.lua ARGV[8]).
+    if ('token' in hold && foreign === 0 && hold.lockDelayMs === 0 && (hold.mode === 'exclusive' || hold.mode === 'write')) argv.push(`${hold.token}|-`)
+    const key = `${hold.owner}\0${hold.name}`
+    this.giveBacks.delete(key)
+    const sent = this.scripts.runArgv('release', hold.name, argv)
+    this.releasing.set(key, sent)
+    try {
+      return Number(await sent) === 1
+    } catch (error) {
+      if (!('token' in hold) && isBatonError(error, 'BACKEND_UNAVAILABLE') && !this.closed) this.giveBacks.set(key, hold)
+      throw error
+    } finally {
+      if (this.releasing.get(key) === sent) this.releasing.delete(key)
+    }
+  }
+
+  async downgrade(hold: HoldRef): Promise<boolean> {
+    const read: HoldRef = { ...hold, mode: 'read' }
+    return Number(await this.scripts.call('downgrade', hold.name, [memberOf(hold), memberOf(read), this.channels.channelFor(hold.name), this.fenceTtlMs])) === 1
+  }
+
+  /** The driver closes: give-backs are dropped, and none is kept from now on. */
+  close(): void {
+    this.closed = true
+    this.giveBacks.clear()
+  }
+}

@@ -1,0 +1,59 @@
+import { backendUnavailable, invalidArgument } from '../../core/errors.js'
+import type { RedisClient, RedisTarget } from './connection.js'
+import { baseKey } from './keys.js'
+import { Scripts, type ScriptName } from './scripts.js'
+
+/**
+ * Runs a name's Lua scripts and turns their failures into baton's errors:
+ * keys another program wrote (INVALID_ARGUMENT, with the way out) or a store
+ * that can not be reached (BACKEND_UNAVAILABLE). Every part of the driver
+ * that changes or reads a name goes through here.
+ */
+export class NameScripts {
+  private readonly scripts: Scripts
+  /**
+   * Script calls of one turn go as one EVALSHA (ScriptBatch). The Redlock
+   * driver turns it off on its nodes (RedisDriver.batchScripts says why).
+   */
+  batch = true
+
+  constructor(client: RedisClient, private readonly target: RedisTarget) {
+    this.scripts = new Scripts(client)
+  }
+
+  /** Runs a script on `name` (its one key, the name's base) with `args`. */
+  call(script: ScriptName, name: string, args: (string | number)[]): Promise<unknown> {
+    return this.runArgv(script, name, [baseKey(this.target.keyPrefix, name), ...args])
+  }
+
+  /** Runs a script with its whole ARGV (the first being the name's base key). */
+  async runArgv(script: ScriptName, name: string, argv: (string | number)[]): Promise<unknown> {
+    try {
+      try {
+        return await this.scripts.runArgv(script, argv, this.batch)
+      } catch (error) {
+        const again = this.scripts.recover(error, script, argv)
+        if (!again) throw error
+        return await again
+      }
+    } catch (cause) {
+      if (isForeign(cause)) {
+        throw invalidArgument(
+          `the Redis keys of "${name}" (${this.target.keyPrefix}:{${name}}:*) hold a value baton did not write ` +
+            `(${foreignDetail(cause)}); another program uses them: pick another name or "prefix", or clear them with forceRelease("${name}")`,
+          cause,
+        )
+      }
+      throw backendUnavailable(`redis store at ${this.target.display}`, cause)
+    }
+  }
+}
+
+/** A script found keys of a name holding what baton did not write (FOREIGN), or a command hit one (WRONGTYPE). */
+function isForeign(cause: unknown): cause is Error {
+  return cause instanceof Error && cause.name === 'ReplyError' && /^(FOREIGN|WRONGTYPE)\b/.test(cause.message)
+}
+
+function foreignDetail(cause: Error): string {
+  return cause.message.replace(/^FOREIGN /, '').replace(/ script: .*$/s, '')
+}

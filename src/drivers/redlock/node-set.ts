@@ -1,0 +1,88 @@
+import { BatonError } from '../../core/errors.js'
+import { describeFailure, gather, majorityOf, type Answer, type NodeCall } from './quorum.js'
+import type { RedlockNode } from './node.js'
+import type { GuardState } from './restart-guard.js'
+import type { RedlockSettings } from './settings.js'
+
+/**
+ * The Redlock nodes as one body: the majority, whose votes count right now
+ * (the restart guard), which node keeps the line, and how a missed majority
+ * is told to the user. Separate from the operations that use them (attempt,
+ * holds, inspect), which all ask the same questions of the same nodes.
+ */
+export class NodeSet {
+  readonly majority: number
+  /** The largest ttl this client asked for: how long a restarted node stays excluded at least. */
+  private largestTtlMs = 0
+
+  constructor(readonly all: readonly RedlockNode[], readonly settings: RedlockSettings) {
+    this.majority = majorityOf(all.length)
+  }
+
+  get size(): number {
+    return this.all.length
+  }
+
+  /** An acquire asks for `ttlMs`: the restart guard's window grows with it. */
+  noteTtl(ttlMs: number): void {
+    if (ttlMs > this.largestTtlMs) this.largestTtlMs = ttlMs
+  }
+
+  /** Which nodes' votes count now (the restart guard). */
+  counting(): boolean[] {
+    return this.all.map((node) => node.guardState(this.largestTtlMs).state === 'counted')
+  }
+
+  /**
+   * The restart guard, judged per answer, not once per round: a node that
+   * restarted while a request waited (re-sent on the new connection) does
+   * not vote. `epoch`: the node's connection when the request was sent.
+   */
+  stillCounts(node: RedlockNode, epoch: number): boolean {
+    return node.guard.counts(epoch, this.largestTtlMs)
+  }
+
+  guardState(node: RedlockNode): GuardState {
+    return node.guardState(this.largestTtlMs)
+  }
+
+  /** The node that keeps the line: the first of the URL that is connected. */
+  lineNode(): RedlockNode | undefined {
+    return this.all.find((node) => node.ready)
+  }
+
+  /** Sends one call per node at once, bounded by the vote timeout (quorum.ts gather). */
+  gather<T>(calls: readonly NodeCall<T>[], settled: (answers: readonly (Answer<T> | undefined)[]) => boolean): Promise<Answer<T>[]> {
+    return gather(calls, this.settings.timeoutMs, settled)
+  }
+
+  describeFailure(answer: Answer<unknown>): string {
+    return describeFailure(answer, this.settings.timeoutMs)
+  }
+
+  quorumError(name: string, answers: readonly Answer<unknown>[], counted: boolean[], summary: string): BatonError {
+    const nodes: Record<string, string> = {}
+    answers.forEach((a, i) => {
+      const node = this.all[i]!
+      const guard = this.guardState(node)
+      if (a.kind !== 'answered') nodes[node.display] = this.describeFailure(a)
+      else if (!counted[i]) nodes[node.display] = guard.state === 'excluded' ? guard.reason : 'reconnected; its run_id is not checked yet'
+      else nodes[node.display] = describeAnswer(a.value)
+    })
+    const causes = Object.entries(nodes).map(([node, why]) => `${node}: ${why}`).join('; ')
+    return new BatonError('QUORUM_NOT_REACHED', `${summary} [${causes}]`, { lockName: name, nodes })
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.all.map((node) => node.close()))
+  }
+}
+
+function describeAnswer(value: unknown): string {
+  if (value && typeof value === 'object' && 'status' in value) {
+    const status = (value as { status: string }).status
+    if (status === 'busy') return 'held by another owner'
+    return status
+  }
+  return 'answered'
+}
