@@ -4,12 +4,13 @@
  */
 import { startBatonServer } from '../harness/baton-server.js'
 import { startEtcd } from '../harness/etcd.js'
+import { startMariadb } from '../harness/mariadb.js'
 import { startPostgres } from '../harness/postgres.js'
 import { startRedlock } from '../harness/redlock.js'
 import { redisCommand, startRedis, startRedisCluster, startRedisSentinel } from '../harness/servers.js'
 import { startZookeeper } from '../harness/zookeeper.js'
 
-export const STORE_KINDS = ['redis', 'redis-cluster', 'redis-sentinel', 'redlock', 'postgres', 'etcd', 'zookeeper', 'http-memory', 'http-redis'] as const
+export const STORE_KINDS = ['redis', 'redis-cluster', 'redis-sentinel', 'redlock', 'postgres', 'mysql', 'etcd', 'zookeeper', 'http-memory', 'http-redis'] as const
 export type StoreKind = (typeof STORE_KINDS)[number]
 
 export interface ChaosStore {
@@ -59,6 +60,11 @@ export async function startStore(kind: StoreKind): Promise<ChaosStore> {
       const server = await startPostgres()
       return { kind, url: server.url, proxyPorts: [server.port], close: () => server.stop(),
         faults: { 'store-restart': async () => { await server.restart(); return 'postgres killed (-9) and started again' } } }
+    }
+    case 'mysql': {
+      const server = await startMariadb()
+      return { kind, url: server.url, proxyPorts: [server.port], close: () => server.stop(),
+        faults: { 'store-restart': async () => { await server.restart(); return 'mariadb killed (-9) and started again' } } }
     }
     case 'etcd': {
       const etcd = await startEtcd()
