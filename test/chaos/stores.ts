@@ -8,6 +8,7 @@ import { startMariadb } from '../harness/mariadb.js'
 import { startPostgres } from '../harness/postgres.js'
 import { startRedlock } from '../harness/redlock.js'
 import { redisCommand, startRedis, startRedisCluster, startRedisSentinel } from '../harness/servers.js'
+import { ms } from '../harness/timing.js'
 import { startZookeeper } from '../harness/zookeeper.js'
 
 export const STORE_KINDS = ['redis', 'redis-cluster', 'redis-sentinel', 'redlock', 'postgres', 'mysql', 'etcd', 'zookeeper', 'http-memory', 'http-redis'] as const
@@ -43,8 +44,14 @@ export async function startStore(kind: StoreKind): Promise<ChaosStore> {
       const sentinel = await startRedisSentinel()
       return { kind, url: sentinel.url, proxyPorts: [], close: () => sentinel.stop(),
         faults: { failover: async () => {
-          const reply = await redisCommand(sentinel.sentinels[0]!.port, ['SENTINEL', 'FAILOVER', 'mymaster'])
-          return `SENTINEL FAILOVER mymaster: ${String(reply)}`
+          const port = sentinel.sentinels[0]!.port
+          const master = async () => String(await redisCommand(port, ['SENTINEL', 'get-master-addr-by-name', 'mymaster']).catch(() => ''))
+          const before = await master()
+          const reply = await redisCommand(port, ['SENTINEL', 'FAILOVER', 'mymaster'])
+          // Healed once the sentinel names another master (the exception's window counts from there).
+          const until = Date.now() + ms(15_000)
+          while (Date.now() < until && (await master()) === before) await new Promise((resolve) => setTimeout(resolve, 100))
+          return `SENTINEL FAILOVER mymaster: ${String(reply)}; master ${before} → ${await master()}`
         } } }
     }
     case 'redlock': {

@@ -20,9 +20,9 @@ export interface ChaosCase {
   readonly found?: string
 }
 
-export function chaosSuite(store: StoreKind, cases: readonly ChaosCase[], randomSeconds = 8): void {
+export function chaosSuite(store: StoreKind, cases: readonly ChaosCase[], randomSeconds = 8, randomFaults?: readonly string[]): void {
   const random = process.env.BATON_CHAOS_SEED ? Number(process.env.BATON_CHAOS_SEED) : Math.floor(Math.random() * 2 ** 31)
-  const all: ChaosCase[] = [...cases, { seed: random, seconds: randomSeconds }]
+  const all: ChaosCase[] = [...cases, { seed: random, seconds: randomSeconds, ...(randomFaults ? { faults: randomFaults } : {}) }]
   for (const c of all) {
     const label = `chaos on ${store}: seed ${c.seed}, ${c.seconds} s${c.found ? ` (found: ${c.found})` : c === all.at(-1) ? ' (random seed)' : ''}`
     test(label, async (t) => {
