@@ -1,0 +1,234 @@
+/**
+ * The checker: reads a history and reports what broke, each offending hold,
+ * write or read once, with its evidence. Linear-ish: holds are swept per
+ * name in grant order against the holds still open, not compared pairwise.
+ *
+ * No check depends on how fast the machine was: a hold's interval is what
+ * its holder knew (a slow holder only shortens it), and the one check that
+ * is about time passing (a waiter not granted while the name was free) is
+ * a warning unless the caller makes it strict.
+ */
+import { exceptionFor, type KnownException, type Property } from './exceptions.js'
+import type { History, HistoryEvent, Invoke } from './history.js'
+import { intervalsOf, type Interval } from './intervals.js'
+
+export interface Finding {
+  readonly property: Property
+  /** When it happened (ms of the history's clock). */
+  readonly at: number
+  readonly evidence: string
+  /** The operations and leases involved. */
+  readonly involved: readonly string[]
+  /** The known exception covering it, if any: then it is reported apart. */
+  excusedBy?: KnownException
+}
+
+export interface Verdict {
+  readonly violations: Finding[]
+  readonly excused: Finding[]
+  readonly warnings: Finding[]
+  /** Holds whose intervals were checked. */
+  readonly holdsChecked: number
+}
+
+export interface CheckOptions {
+  /** A waiter the name was free for this long (ms) is reported; default 3 ttl + 5 s. */
+  readonly starvationMs?: number
+  /** Report starved waiters as violations, not warnings (never in CI: load can cause them). */
+  readonly strictProgress?: boolean
+}
+
+/**
+ * Two clocks read in two processes of one machine, each on the safe side (a
+ * grant stamped after the store granted it, an end before the release was
+ * sent): a couple of milliseconds covers the rounding.
+ */
+const SLACK_MS = 2
+
+/** Times in evidence are seconds since the run began. */
+let t0 = 0
+const t = (ms: number) => `+${((ms - t0) / 1000).toFixed(3)} s`
+
+export function check(history: History, options: CheckOptions = {}): Verdict {
+  t0 = history.startedAt
+  const intervals = intervalsOf(history.events)
+  const found: Finding[] = [
+    ...overlaps(intervals),
+    ...tokenOrder(history.events),
+    ...staleWrites(history.events),
+    ...looksHeld(history.events),
+    ...leaders(history.events),
+    ...leftovers(history.events),
+  ]
+  const starved = starvedWaiters(history, intervals, options.starvationMs ?? history.ttlMs * 3 + 5000)
+  const faults = history.events.filter((e) => e.type === 'fault')
+  const excuse = (f: Finding): Finding => {
+    for (const fault of faults) {
+      const exception = exceptionFor(history.store, fault.kind, f.property)
+      if (!exception) continue
+      const window = exception.leases * history.ttlMs
+      if (f.at >= fault.at - window && f.at <= (fault.healedAt ?? history.endedAt) + window) return { ...f, excusedBy: exception }
+    }
+    return f
+  }
+  const judged = found.map(excuse)
+  return {
+    violations: [...judged.filter((f) => !f.excusedBy), ...(options.strictProgress ? starved : [])],
+    excused: judged.filter((f) => f.excusedBy),
+    warnings: options.strictProgress ? [] : starved,
+    holdsChecked: new Set(intervals.map((i) => i.lease)).size,
+  }
+}
+
+const who = (i: Interval) => `${i.lease} (${i.mode}${i.mode === 'permit' ? ` ×${i.weight}` : ''}, token ${i.token}, p${i.process}c${i.client})`
+
+/** Two exclusive holders, a reader beside a writer, more weight than permits. */
+function overlaps(intervals: readonly Interval[]): Finding[] {
+  const byName = new Map<string, Interval[]>()
+  for (const i of intervals) if (i.end > i.start) byName.set(i.name, [...(byName.get(i.name) ?? []), i])
+  const found: Finding[] = []
+  for (const [name, list] of byName) {
+    let open: Interval[] = []
+    for (const i of list) {
+      open = open.filter((o) => o.end > i.start + SLACK_MS && o.lease !== i.lease)
+      if (open.length === 0) { open.push(i); continue }
+      const longest = open.reduce((a, b) => (b.end > a.end ? b : a))
+      if (i.mode === 'permit') {
+        const used = open.reduce((sum, o) => sum + o.weight, 0)
+        if (used + i.weight > i.permits) {
+          found.push({ property: 'over-permits', at: i.start, involved: [i.lease, ...open.map((o) => o.lease)],
+            evidence: `"${name}": ${who(i)} granted at ${t(i.start)} while ${used} of ${i.permits} permits were held by ${open.map(who).join(', ')}` })
+        }
+      } else {
+        const writer = i.mode === 'read' ? open.find((o) => o.mode === 'write' || o.mode === 'exclusive') : longest
+        if (writer) {
+          const property: Property = i.mode === 'read' || writer.mode === 'read' ? 'reader-beside-writer' : 'two-holders'
+          found.push({ property, at: i.start, involved: [writer.lease, i.lease],
+            evidence: `"${name}": ${who(i)} granted at ${t(i.start)} while ${who(writer)} held it (granted ${t(writer.start)}, until ${t(writer.end)} by ${writer.endedBy})` })
+        }
+      }
+      open.push(i)
+    }
+  }
+  return found
+}
+
+/** A grant that began after another ended must carry a higher token (per name). */
+function tokenOrder(events: readonly HistoryEvent[]): Finding[] {
+  const invokedAt = new Map<string, number>()
+  for (const e of events) if (e.type === 'invoke') invokedAt.set(e.op, e.at)
+  const grants = events.filter((e) => e.type === 'grant')
+  const found: Finding[] = []
+  const byName = new Map<string, typeof grants>()
+  for (const g of grants) byName.set(g.name, [...(byName.get(g.name) ?? []), g])
+  for (const [name, list] of byName) {
+    const completed = [...list].sort((a, b) => a.at - b.at)
+    const invoked = [...list].sort((a, b) => (invokedAt.get(a.op) ?? a.at) - (invokedAt.get(b.op) ?? b.at))
+    let k = 0
+    let highest: (typeof grants)[number] | undefined
+    for (const g of invoked) {
+      const start = invokedAt.get(g.op) ?? g.at
+      while (k < completed.length && completed[k]!.at < start) {
+        const c = completed[k++]!
+        if (!highest || BigInt(c.token) > BigInt(highest.token)) highest = c
+      }
+      if (highest && BigInt(g.token) <= BigInt(highest.token) && highest.lease !== g.lease) {
+        found.push({ property: 'token-order', at: g.at, involved: [highest.lease, g.lease],
+          evidence: `"${name}": ${g.lease} got token ${g.token} (asked at ${t(start)}) after ${highest.lease} had been granted token ${highest.token} at ${t(highest.at)}` })
+      }
+    }
+  }
+  return found
+}
+
+/** The resource accepted a write whose token was below one it had accepted. */
+function staleWrites(events: readonly HistoryEvent[]): Finding[] {
+  return events.filter((e) => e.type === 'write' && e.accepted && e.highestBefore !== null && BigInt(e.token) < BigInt(e.highestBefore))
+    .map((w) => w.type === 'write' ? {
+      property: 'stale-write' as const, at: w.at, involved: [w.lease],
+      evidence: `"${w.name}": the resource accepted ${w.lease}'s write with token ${w.token} at ${t(w.at)} after token ${w.highestBefore}`,
+    } : undefined!)
+}
+
+/** A lease read as held (or its signal as not aborted) with no time left, twice, a few ms apart. */
+function looksHeld(events: readonly HistoryEvent[]): Finding[] {
+  const seen = new Set<string>()
+  const what = new Map<string, string>()
+  for (const e of events) if (e.type === 'grant') what.set(e.lease, `${e.primitive} ${e.mode} "${e.name}"${what.has(e.lease) ? ' …' : ''}`)
+  const found: Finding[] = []
+  for (const e of events) {
+    if (e.type !== 'probe' || seen.has(e.lease) || e.recheckedAfterMs === undefined) continue
+    if (!e.stillHeld && !e.stillNotAborted) continue
+    seen.add(e.lease)
+    found.push({ property: 'looks-held-after-deadline', at: e.at, involved: [e.lease],
+      evidence: `${e.lease} (${what.get(e.lease) ?? '?'}, p${e.process}c${e.client}) read at ${t(e.at)}: remainingMs() 0, yet ${e.stillHeld ? 'held true' : ''}${e.stillHeld && e.stillNotAborted ? ' and ' : ''}${e.stillNotAborted ? 'signal not aborted' : ''} ${e.recheckedAfterMs.toFixed(1)} ms later` })
+  }
+  return found
+}
+
+/** Two leaders in one term; an observe stream going back. */
+function leaders(events: readonly HistoryEvent[]): Finding[] {
+  const found: Finding[] = []
+  const holderOfTerm = new Map<string, { holder: string; at: number }>()
+  const lastOfStream = new Map<string, bigint>()
+  const reported = new Set<string>()
+  for (const e of events) {
+    if (e.type !== 'observation' || e.token === null) continue
+    const term = `${e.name}#${e.token}`
+    const known = holderOfTerm.get(term)
+    if (e.holder !== undefined) {
+      if (known && known.holder !== e.holder && !reported.has(term)) {
+        reported.add(term)
+        found.push({ property: 'two-leaders', at: e.at, involved: [known.holder, e.holder],
+          evidence: `"${e.name}": term ${e.token} led by ${known.holder} (seen at ${t(known.at)}) and by ${e.holder} (seen at ${t(e.at)})` })
+      } else if (!known) holderOfTerm.set(term, { holder: e.holder, at: e.at })
+    }
+    if (e.via === 'observe') {
+      const token = BigInt(e.token)
+      const last = lastOfStream.get(e.stream)
+      if (last !== undefined && token < last) {
+        found.push({ property: 'observer-order', at: e.at, involved: [e.stream],
+          evidence: `"${e.name}": observe stream ${e.stream} went back from term ${last} to ${token} at ${t(e.at)}` })
+      }
+      if (last === undefined || token > last) lastOfStream.set(e.stream, token)
+    }
+  }
+  return found
+}
+
+function leftovers(events: readonly HistoryEvent[]): Finding[] {
+  return events.flatMap((e) => e.type === 'leftover' && (e.holders > 0 || e.waiters > 0) ? [{
+    property: 'leftover-state' as const, at: e.at, involved: [e.name],
+    evidence: `"${e.name}" still had ${e.holders} holder(s) and ${e.waiters} waiter(s) after every client had closed and every lease had run out`,
+  }] : [])
+}
+
+/**
+ * A waiter (acquire or campaign) that stayed waiting while its name was
+ * free of every known hold for `boundMs`, and no waiter on that name had
+ * asked before it (the first in line).
+ */
+function starvedWaiters(history: History, intervals: readonly Interval[], boundMs: number): Finding[] {
+  const completedAt = new Map<string, number>()
+  for (const e of history.events) if (e.type === 'complete') completedAt.set(e.op, e.at)
+  const waits = history.events.filter((e): e is Invoke => e.type === 'invoke' && (e.kind === 'acquire' || e.kind === 'campaign'))
+  const found: Finding[] = []
+  for (const w of waits) {
+    const until = completedAt.get(w.op) ?? history.endedAt
+    for (const name of w.names) {
+      const busy = intervals.filter((i) => i.name === name && i.end > w.at && i.start < until).sort((a, b) => a.start - b.start)
+      const ahead = waits.filter((o) => o !== w && o.names.includes(name) && o.at < w.at && (completedAt.get(o.op) ?? history.endedAt) > w.at)
+      let free = ahead.reduce((t, o) => Math.max(t, completedAt.get(o.op) ?? history.endedAt), w.at)
+      for (const i of busy) {
+        if (i.start - free > boundMs) break
+        free = Math.max(free, i.end)
+      }
+      if (Math.min(until, history.endedAt) - free > boundMs) {
+        found.push({ property: 'waiter-starved', at: free, involved: [w.op],
+          evidence: `"${name}": ${w.op} (p${w.process}c${w.client}) was first in line and not granted for ${Math.round(until - free)} ms while no known hold had the name (bound ${boundMs} ms)` })
+        break
+      }
+    }
+  }
+  return found
+}

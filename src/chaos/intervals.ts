@@ -1,0 +1,89 @@
+/**
+ * Holds as their holders knew them: from the grant to the first of the
+ * release (or resign, or downgrade for the write side) being invoked, the
+ * loss being seen, or the last deadline the client knew of. A forced
+ * release ends every hold it may have dropped when it was invoked: the
+ * store lets the next one in without waiting for the holder's signal, by
+ * design (fencing protects that window).
+ */
+import type { Grant, HistoryEvent, HoldMode, Primitive } from './history.js'
+
+export interface Interval {
+  readonly lease: string
+  readonly process: number
+  readonly client: number
+  readonly primitive: Primitive
+  readonly name: string
+  mode: HoldMode
+  readonly token: string
+  readonly weight: number
+  readonly permits: number
+  readonly start: number
+  end: number
+  /** What ended it: 'release', 'loss', 'deadline', 'forced', 'downgrade' … */
+  endedBy: string
+}
+
+export function intervalsOf(events: readonly HistoryEvent[]): Interval[] {
+  const grants = new Map<string, Grant[]>()
+  const deadline = new Map<string, number>()
+  const ends = new Map<string, { at: number; by: string }>()
+  const downgrades = new Map<string, number>()
+  const endAt = (lease: string, at: number, by: string) => {
+    const known = ends.get(lease)
+    if (!known || at < known.at) ends.set(lease, { at, by })
+  }
+  for (const e of events) {
+    switch (e.type) {
+      case 'grant':
+        grants.set(e.lease, [...(grants.get(e.lease) ?? []), e])
+        deadline.set(e.lease, Math.max(deadline.get(e.lease) ?? 0, e.deadline))
+        break
+      case 'renew':
+        deadline.set(e.lease, Math.max(deadline.get(e.lease) ?? 0, e.deadline))
+        break
+      case 'end':
+        if (e.why === 'downgrade') downgrades.set(e.lease, Math.min(downgrades.get(e.lease) ?? Infinity, e.at))
+        else endAt(e.lease, e.at, e.why)
+        break
+      case 'loss':
+        endAt(e.lease, e.at, 'loss')
+    }
+  }
+  const intervals: Interval[] = []
+  for (const [lease, parts] of grants) {
+    const limit = deadline.get(lease)!
+    const end = ends.get(lease)
+    const [at, by] = end && end.at < limit ? [end.at, end.by] : [limit, 'deadline']
+    for (const g of parts) {
+      const base = {
+        lease, process: g.process, client: g.client, primitive: g.primitive, name: g.name,
+        token: g.token, weight: g.weight, permits: g.permits, start: g.at,
+      }
+      const downgradedAt = downgrades.get(lease)
+      if (g.mode === 'write' && downgradedAt !== undefined && downgradedAt < at) {
+        intervals.push({ ...base, mode: 'write', end: downgradedAt, endedBy: 'downgrade' })
+        intervals.push({ ...base, mode: 'read', start: downgradedAt, end: at, endedBy: by })
+      } else {
+        intervals.push({ ...base, mode: g.mode, end: Math.max(g.at, at), endedBy: by })
+      }
+    }
+  }
+  cutAtForcedReleases(intervals, events)
+  return intervals.sort((a, b) => a.start - b.start)
+}
+
+function cutAtForcedReleases(intervals: Interval[], events: readonly HistoryEvent[]): void {
+  const invoked = new Map<string, { at: number; name: string }>()
+  for (const e of events) {
+    if (e.type === 'invoke' && e.kind === 'forceRelease') invoked.set(e.op, { at: e.at, name: e.names[0]! })
+    if (e.type !== 'complete' || !invoked.has(e.op)) continue
+    const force = invoked.get(e.op)!
+    // A forced release that failed may still have reached the store: cut as if it had.
+    for (const i of intervals) {
+      if (i.name !== force.name || i.start >= e.at || i.end <= force.at) continue
+      i.end = Math.max(i.start, force.at)
+      i.endedBy = 'forced'
+    }
+  }
+}

@@ -1,0 +1,95 @@
+/** The chaos checker on hand-made histories (no store): what it finds, once, and what a known exception excuses. */
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { check } from '../../src/chaos/checker.js'
+import { renderExceptions } from '../../src/chaos/exceptions.js'
+import type { History, HistoryEvent, HoldMode } from '../../src/chaos/history.js'
+
+const actor = (p: number) => ({ process: p, client: 0 })
+function hold(lease: string, name: string, token: number, at: number, deadline: number, end?: number, mode: HoldMode = 'exclusive', weight = 1, permits = 1): HistoryEvent[] {
+  const p = Number(lease.slice(1))
+  const events: HistoryEvent[] = [
+    { type: 'invoke', ...actor(p), op: `${lease}-op`, kind: 'acquire', primitive: 'mutex', names: [name], at: at - 1 },
+    { type: 'complete', ...actor(p), op: `${lease}-op`, at, outcome: 'ok' },
+    { type: 'grant', ...actor(p), op: `${lease}-op`, lease, primitive: mode === 'permit' ? 'semaphore' : 'mutex', name, mode, token: String(token), weight, permits, at, deadline },
+  ]
+  if (end !== undefined) events.push({ type: 'end', ...actor(p), lease, at: end, why: 'release' })
+  return events
+}
+const history = (events: HistoryEvent[], store = 'redis'): History => ({ seed: 1, store, events: events.sort((a, b) => a.at - b.at), ttlMs: 1000, startedAt: 0, endedAt: 10_000 })
+
+test('handed over in order: nothing to report', () => {
+  const v = check(history([...hold('l1', 'a', 1, 10, 1010, 100), ...hold('l2', 'a', 2, 101, 1101, 200)]))
+  assert.deepEqual([v.violations, v.excused], [[], []])
+  assert.equal(v.holdsChecked, 2)
+})
+
+test('two holders: each offending hold once, even when many overlap one', () => {
+  const events = hold('l1', 'a', 1, 10, 5000)
+  for (let i = 2; i < 50; i++) events.push(...hold(`l${i}`, 'a', i, 10 + i * 20, 10 + i * 20 + 5, 10 + i * 20 + 5))
+  const v = check(history(events))
+  assert.equal(v.violations.length, 48)
+  assert.ok(v.violations.every((f) => f.property === 'two-holders'))
+})
+
+test('a release invoked ends the hold; a loss seen ends it; a forced release ends it when invoked', () => {
+  const events: HistoryEvent[] = [
+    ...hold('l1', 'a', 1, 10, 1010), { type: 'loss', ...actor(1), lease: 'l1', at: 50 },
+    ...hold('l2', 'a', 2, 60, 1060),
+    { type: 'invoke', ...actor(9), op: 'f', kind: 'forceRelease', primitive: 'mutex', names: ['a'], at: 100 },
+    { type: 'complete', ...actor(9), op: 'f', at: 105, outcome: 'ok' },
+    ...hold('l3', 'a', 3, 106, 1106, 200),
+  ]
+  assert.deepEqual(check(history(events)).violations, [])
+})
+
+test('weights past the permits, a reader beside a writer', () => {
+  const v = check(history([
+    ...hold('l1', 's', 1, 10, 1010, 500, 'permit', 2, 3), ...hold('l2', 's', 2, 20, 1020, 500, 'permit', 2, 3),
+    ...hold('l3', 'r', 1, 10, 1010, 500, 'write'), ...hold('l4', 'r', 2, 20, 1020, 500, 'read'),
+  ]))
+  assert.deepEqual(v.violations.map((f) => f.property).sort(), ['over-permits', 'reader-beside-writer'])
+})
+
+test('a token not above one granted before it was asked for', () => {
+  const v = check(history([...hold('l1', 'a', 5, 10, 1010, 100), ...hold('l2', 'a', 4, 200, 1200, 300)]))
+  assert.deepEqual(v.violations.map((f) => f.property), ['token-order'])
+})
+
+test('a lease that still says held with no time left', () => {
+  const v = check(history([...hold('l1', 'a', 1, 10, 1010),
+    { type: 'probe', ...actor(1), lease: 'l1', at: 2000, held: true, aborted: false, remainingMs: 0, stillHeld: true, stillNotAborted: true, recheckedAfterMs: 3 },
+    { type: 'probe', ...actor(1), lease: 'l1', at: 2010, held: true, aborted: false, remainingMs: 0, stillHeld: true, stillNotAborted: true, recheckedAfterMs: 3 }]))
+  assert.deepEqual(v.violations.map((f) => f.property), ['looks-held-after-deadline'])
+})
+
+test('a known exception excuses a violation near its fault, and says so; none on a store it does not cover', () => {
+  const events = [...hold('l1', 'a', 1, 10, 3000), ...hold('l2', 'a', 2, 1500, 2500, 2600),
+    { type: 'fault', kind: 'store-restart', target: 'redis', at: 1400, healedAt: 1450 } as HistoryEvent]
+  const redis = check(history([...events]))
+  assert.deepEqual([redis.violations.length, redis.excused.length], [0, 1])
+  assert.match(redis.excused[0]!.excusedBy!.why, /restarts empty/)
+  const postgres = check(history([...events], 'postgres'))
+  assert.deepEqual([postgres.violations.length, postgres.excused.length], [1, 0])
+})
+
+test('two leaders in one term, an observer going back', () => {
+  const o = (at: number, stream: string, token: number, holder?: string): HistoryEvent =>
+    ({ type: 'observation', ...actor(1), via: holder ? 'leader' : 'observe', stream, name: 'e', at, token: String(token), ...(holder ? { holder } : {}) })
+  const v = check(history([o(10, '', 3, 'x'), o(20, '', 3, 'y'), o(30, 's1', 4), o(40, 's1', 2)]))
+  assert.deepEqual(v.violations.map((f) => f.property).sort(), ['observer-order', 'two-leaders'])
+})
+
+test('a starved waiter is a warning, a violation only when asked', () => {
+  const events: HistoryEvent[] = [{ type: 'invoke', ...actor(1), op: 'w', kind: 'acquire', primitive: 'mutex', names: ['a'], at: 10 }]
+  assert.deepEqual(check(history([...events])).warnings.map((f) => f.property), ['waiter-starved'])
+  assert.deepEqual(check(history([...events]), { strictProgress: true }).violations.map((f) => f.property), ['waiter-starved'])
+})
+
+test('docs/faults.md shows the known exceptions table the checker uses', () => {
+  const doc = readFileSync(fileURLToPath(new URL('../../../docs/faults.md', import.meta.url)), 'utf8')
+  const shown = /<!-- chaos-exceptions -->\n([\s\S]*?)\n<!-- \/chaos-exceptions -->/.exec(doc)?.[1]
+  assert.equal(shown, renderExceptions(), 'docs/faults.md: rewrite the chaos-exceptions block from renderExceptions() (src/chaos/exceptions.ts)')
+})

@@ -1,0 +1,192 @@
+/**
+ * The chaos runner: starts a store, client processes running seeded plans
+ * through proxies, the nemesis; then checks the merged history.
+ *
+ *   npm run chaos -- --store redis --seed 1234 --seconds 30
+ */
+import { fork, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { connect, type Baton } from '../../src/index.js'
+import { check, type Verdict } from '../../src/chaos/checker.js'
+import { historyNow, PRIMITIVES, type History, type HistoryEvent, type Primitive } from '../../src/chaos/history.js'
+import { formatRun } from '../../src/chaos/report.js'
+import { startProxy, type Proxy } from '../harness/proxy.js'
+import { ms } from '../harness/timing.js'
+import type { ChildMessage, ChildSettings } from './child.js'
+import { runNemesis } from './nemesis.js'
+import { startStore, STORE_KINDS, type ChaosStore, type StoreKind } from './stores.js'
+
+export interface ChaosOptions {
+  readonly store: StoreKind
+  readonly seed: number
+  readonly seconds: number
+  readonly processes?: number
+  readonly clients?: number
+  readonly ttlMs?: number
+  /** Only these fault kinds (default: every one the store offers). */
+  readonly faults?: readonly string[]
+  readonly primitives?: readonly Primitive[]
+}
+
+export interface ChaosResult {
+  readonly history: History
+  readonly verdict: Verdict
+  readonly report: string
+  readonly replay: string
+}
+
+const CHILD = fileURLToPath(new URL('./child.js', import.meta.url))
+
+export function replayOf(o: ChaosOptions): string {
+  return `npm run chaos -- --store ${o.store} --seed ${o.seed} --seconds ${o.seconds}` +
+    (o.faults ? ` --faults ${o.faults.join(',')}` : '') + (o.primitives ? ` --primitives ${o.primitives.join(',')}` : '')
+}
+
+/** The primitives `url`'s store offers (capabilities, and whether it can elect). */
+async function offered(url: string): Promise<Primitive[]> {
+  const baton = await connect(url)
+  try {
+    const d = baton.driver
+    return PRIMITIVES.filter((p) => p === 'fair' ? d.capabilities.fair : p === 'rwlock' ? d.capabilities.rwlock
+      : p === 'semaphore' ? d.capabilities.semaphore : p === 'election' ? Boolean(d.proclaim && d.observe && d.electionRefusal === undefined) : true)
+  } finally {
+    await baton.close()
+  }
+}
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
+  const ttlMs = o.ttlMs ?? 1500
+  const store: ChaosStore = await startStore(o.store)
+  const proxies: Proxy[] = []
+  const dir = mkdtempSync(join(tmpdir(), 'baton-chaos-'))
+  const children = new Map<number, ChildProcess>()
+  const files: string[] = []
+  const parentEvents: HistoryEvent[] = []
+  try {
+    for (const port of store.proxyPorts) proxies.push(await startProxy(port))
+    const url = store.proxyPorts.reduce((u, port, i) => u.replaceAll(`127.0.0.1:${port}`, `127.0.0.1:${proxies[i]!.port}`), store.url)
+    const primitives = (await offered(store.url)).filter((p) => !o.primitives || o.primitives.includes(p))
+    const prefix = `chaos/${o.seed}-${process.pid}`
+    let startedAt = historyNow()
+    let stopAt: number | undefined
+    const ready: Promise<void>[] = []
+    const graceMs = ttlMs * 3
+    const highest = new Map<string, bigint>()
+    let nextIndex = 0
+    const exits: Promise<void>[] = []
+    const start = () => {
+      const index = nextIndex++
+      const file = join(dir, `p${index}.jsonl`)
+      files.push(file)
+      const settings: ChildSettings = { url, seed: o.seed, processIndex: index, clients: o.clients ?? 3, primitives, ttlMs, names: 2, prefix, file, graceMs, ...(stopAt === undefined ? {} : { stopAt }) }
+      const child = fork(CHILD, [JSON.stringify(settings)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+      child.on('error', () => {})
+      children.set(index, child)
+      exits.push(new Promise((resolve) => child.once('exit', () => { children.delete(index); resolve() })))
+      ready.push(new Promise((resolve) => { child.on('message', (m: ChildMessage) => { if (m.type === 'ready') resolve() }); child.once('exit', () => resolve()) }))
+      child.on('message', (m: ChildMessage) => {
+        if (m.type === 'ready') return
+        // The fenced resource: refuses a token below the highest it accepted for the name.
+        const token = BigInt(m.token)
+        const before = highest.get(m.name)
+        const accepted = before === undefined || token >= before
+        if (accepted) highest.set(m.name, token)
+        parentEvents.push({ type: 'write', process: m.process, client: m.client, lease: m.lease, name: m.name, token: m.token, at: historyNow(), accepted, highestBefore: before === undefined ? null : String(before) })
+        if (child.connected) child.send({ type: 'write', id: m.id, accepted })
+      })
+    }
+    for (let i = 0; i < (o.processes ?? 3); i++) start()
+    let readyTimer: NodeJS.Timeout | undefined
+    await Promise.race([Promise.all(ready), new Promise((resolve) => { readyTimer = setTimeout(resolve, ms(30_000)) })])
+    clearTimeout(readyTimer)
+    startedAt = historyNow()
+    stopAt = startedAt + o.seconds * 1000
+    for (const child of children.values()) if (child.connected) child.send({ type: 'start', stopAt })
+    await runNemesis({
+      store, proxies, ttlMs, children: () => children,
+      killChild: (index) => { const c = children.get(index); c?.kill('SIGCONT'); c?.kill('SIGKILL'); start() },
+      record: (f) => parentEvents.push(f),
+    }, o.seed, stopAt, o.faults)
+    const end = stopAt
+    for (const proxy of proxies) { proxy.onReply(undefined); proxy.resume() }
+    // Every process stops by itself (stopAt, then its grace); a stuck one is killed.
+    const force = setTimeout(() => { for (const c of children.values()) { c.kill('SIGCONT'); c.kill('SIGKILL') } }, Math.max(0, end + graceMs + ms(10_000) - historyNow()))
+    await Promise.all(exits)
+    clearTimeout(force)
+    const endedAt = historyNow()
+    parentEvents.push(...await leftovers(store.url, prefix, ttlMs))
+    const events: HistoryEvent[] = [...parentEvents]
+    for (const file of files) {
+      let text = ''
+      try { text = readFileSync(file, 'utf8') } catch { continue } // a process killed before its first event
+      for (const line of text.split('\n')) if (line) { try { events.push(JSON.parse(line) as HistoryEvent) } catch { /* a line cut by kill -9 */ } }
+    }
+    events.sort((a, b) => a.at - b.at)
+    const history: History = { seed: o.seed, store: o.store, events, ttlMs, startedAt, endedAt }
+    const verdict = check(history)
+    const replay = replayOf(o)
+    return { history, verdict, report: formatRun(history, verdict, replay), replay }
+  } finally {
+    for (const c of children.values()) { c.kill('SIGCONT'); c.kill('SIGKILL') }
+    await Promise.all(proxies.map((p) => p.close()))
+    await store.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * Once every client has closed: after every lease has run out, no name of
+ * the run may have a holder or a waiter left (keys that only keep a name's
+ * last token are allowed, up to fenceTtl).
+ */
+async function leftovers(url: string, prefix: string, ttlMs: number): Promise<HistoryEvent[]> {
+  // Each lease runs out within its ttl; a store may raise the ttl to its floor.
+  const deadline = historyNow() + ttlMs * 2 + ms(5000)
+  let baton: Baton | undefined
+  while (!baton) {
+    baton = await connect(url, { commandTimeout: ms(5000) }).catch(() => undefined)
+    if (!baton && historyNow() > deadline + ms(20_000)) {
+      console.error(`chaos: the store did not answer after the run; its leftover state was not checked`)
+      return []
+    }
+  }
+  try {
+    for (;;) {
+      const views = await baton.list({ prefix }).catch(() => undefined)
+      const busy = views?.filter((v) => v.holders.length > 0 || v.waiters.length > 0) ?? []
+      if (views && busy.length === 0) return []
+      if (historyNow() > deadline) {
+        return busy.map((v) => ({ type: 'leftover' as const, name: v.name, at: historyNow(), holders: v.holders.length, waiters: v.waiters.length }))
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+  } finally {
+    await baton.close()
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: {
+    store: { type: 'string', default: 'redis' }, seed: { type: 'string' }, seconds: { type: 'string', default: '30' },
+    processes: { type: 'string' }, clients: { type: 'string' }, ttl: { type: 'string' }, faults: { type: 'string' }, primitives: { type: 'string' },
+  } })
+  const store = values.store as StoreKind
+  if (!STORE_KINDS.includes(store)) throw new Error(`--store must be one of ${STORE_KINDS.join(', ')}`)
+  const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed)
+  const result = await runChaos({
+    store, seed, seconds: Number(values.seconds),
+    ...(values.processes ? { processes: Number(values.processes) } : {}),
+    ...(values.clients ? { clients: Number(values.clients) } : {}),
+    ...(values.ttl ? { ttlMs: Number(values.ttl) } : {}),
+    ...(values.faults ? { faults: values.faults.split(',') } : {}),
+    ...(values.primitives ? { primitives: values.primitives.split(',') as Primitive[] } : {}),
+  })
+  console.log(result.report)
+  process.exitCode = result.verdict.violations.length === 0 ? 0 : 1
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main()

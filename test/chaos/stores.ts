@@ -1,0 +1,101 @@
+/**
+ * The stores the chaos runner can start (on free loopback ports, through
+ * the test harness), with the store-specific faults each offers.
+ */
+import { startBatonServer } from '../harness/baton-server.js'
+import { startEtcd } from '../harness/etcd.js'
+import { startMariadb } from '../harness/mariadb.js'
+import { startPostgres } from '../harness/postgres.js'
+import { startRedlock } from '../harness/redlock.js'
+import { redisCommand, startRedis, startRedisCluster, startRedisSentinel } from '../harness/servers.js'
+import { ms } from '../harness/timing.js'
+import { startZookeeper } from '../harness/zookeeper.js'
+
+export const STORE_KINDS = ['redis', 'redis-cluster', 'redis-sentinel', 'redlock', 'postgres', 'mysql', 'etcd', 'zookeeper', 'http-memory', 'http-redis'] as const
+export type StoreKind = (typeof STORE_KINDS)[number]
+
+export interface ChaosStore {
+  readonly kind: StoreKind
+  readonly url: string
+  /** The ports of `url`'s servers, for proxies; empty when clients can not be proxied (they follow the addresses the servers announce). */
+  readonly proxyPorts: readonly number[]
+  /** Faults of this store beside the generic ones: name → make it (resolves when healed). */
+  readonly faults: Readonly<Record<string, () => Promise<string>>>
+  close(): Promise<void>
+}
+
+export async function startStore(kind: StoreKind): Promise<ChaosStore> {
+  switch (kind) {
+    case 'redis': {
+      const server = await startRedis()
+      return { kind, url: server.url, proxyPorts: [server.port], close: () => server.stop(),
+        faults: { 'store-restart': async () => { await server.restart(); return 'redis-server killed (-9) and started again, empty' } } }
+    }
+    case 'redis-cluster': {
+      const cluster = await startRedisCluster(3)
+      return { kind, url: cluster.url, proxyPorts: [], close: () => cluster.stop(),
+        faults: { 'store-restart': async () => {
+          const node = cluster.nodes[Math.floor(Math.random() * cluster.nodes.length)]!
+          await node.restart()
+          return `master :${node.port} killed (-9) and started again, empty`
+        } } }
+    }
+    case 'redis-sentinel': {
+      const sentinel = await startRedisSentinel()
+      return { kind, url: sentinel.url, proxyPorts: [], close: () => sentinel.stop(),
+        faults: { failover: async () => {
+          const port = sentinel.sentinels[0]!.port
+          const master = async () => String(await redisCommand(port, ['SENTINEL', 'get-master-addr-by-name', 'mymaster']).catch(() => ''))
+          const before = await master()
+          const reply = await redisCommand(port, ['SENTINEL', 'FAILOVER', 'mymaster'])
+          // Healed once the sentinel names another master (the exception's window counts from there).
+          const until = Date.now() + ms(15_000)
+          while (Date.now() < until && (await master()) === before) await new Promise((resolve) => setTimeout(resolve, 100))
+          return `SENTINEL FAILOVER mymaster: ${String(reply)}; master ${before} → ${await master()}`
+        } } }
+    }
+    case 'redlock': {
+      const setup = await startRedlock(3)
+      return { kind, url: setup.url, proxyPorts: setup.nodes.map((n) => n.port), close: () => setup.stop(),
+        faults: { 'store-restart': async () => {
+          const node = setup.nodes[Math.floor(Math.random() * setup.nodes.length)]!
+          await node.restart()
+          return `node :${node.port} of 3 killed (-9) and started again, empty`
+        } } }
+    }
+    case 'postgres': {
+      const server = await startPostgres()
+      return { kind, url: server.url, proxyPorts: [server.port], close: () => server.stop(),
+        faults: { 'store-restart': async () => { await server.restart(); return 'postgres killed (-9) and started again' } } }
+    }
+    case 'mysql': {
+      const server = await startMariadb()
+      return { kind, url: server.url, proxyPorts: [server.port], close: () => server.stop(),
+        faults: { 'store-restart': async () => { await server.restart(); return 'mariadb killed (-9) and started again' } } }
+    }
+    case 'etcd': {
+      const etcd = await startEtcd()
+      const member = etcd.members[0]!
+      return { kind, url: etcd.url, proxyPorts: [member.port], close: () => etcd.stop(),
+        faults: { 'store-restart': async () => { await member.restart(); return 'etcd killed (-9) and started again' } } }
+    }
+    case 'zookeeper': {
+      const zk = await startZookeeper()
+      const server = zk.servers[0]!
+      return { kind, url: `zk://${zk.hosts}/chaos`, proxyPorts: [server.port], close: () => zk.stop(),
+        faults: { 'store-restart': async () => { await server.restart(); return 'zookeeper killed (-9) and started again' } } }
+    }
+    case 'http-memory': {
+      const server = await startBatonServer()
+      return { kind, url: server.base, proxyPorts: [server.port], close: () => server.stop(),
+        faults: { 'store-restart': async () => { await server.restart(); return 'baton serve (memory) killed and started again: holds and tokens forgotten' } } }
+    }
+    case 'http-redis': {
+      const redis = await startRedis()
+      const server = await startBatonServer(['--store', redis.url])
+      return { kind, url: server.base, proxyPorts: [server.port],
+        close: async () => { await server.stop(); await redis.stop() },
+        faults: { 'store-restart': async () => { await server.restart(); return 'baton serve (on Redis) killed and started again' } } }
+    }
+  }
+}
