@@ -12,7 +12,7 @@ Durations are seconds. See clients/python/README.md.
 from .client import Client, Election
 from .errors import (
     AbortedError, BackendUnavailableError, BatonError, ClosedError, ForbiddenError, InvalidArgumentError,
-    LeaseLostError, LockTimeoutError, NotFoundError, NotHolderError, QuorumNotReachedError, QuotaExceededError,
+    LeaseLostError, LockTimeoutError, NotFoundError, NotHolderError, QuorumNotReachedError, QuotaExceededError, ReplicaAckTimeoutError,
     StaleTokenError, TooManyWaitersError, UnauthorizedError, ERRORS,
 )
 from .fencing import LOCK_HEADER, TOKEN_HEADER, fencing_headers
@@ -24,5 +24,5 @@ __all__ = [
     "Client", "Election", "Lease", "LostEvent", "fencing_headers", "LOCK_HEADER", "TOKEN_HEADER", "ERRORS",
     "BatonError", "AbortedError", "BackendUnavailableError", "ClosedError", "ForbiddenError", "InvalidArgumentError",
     "LeaseLostError", "LockTimeoutError", "NotFoundError", "NotHolderError", "QuorumNotReachedError",
-    "QuotaExceededError", "StaleTokenError", "TooManyWaitersError", "UnauthorizedError",
+    "QuotaExceededError", "ReplicaAckTimeoutError", "StaleTokenError", "TooManyWaitersError", "UnauthorizedError",
 ]

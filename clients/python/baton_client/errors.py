@@ -105,12 +105,18 @@ class QuotaExceededError(BatonError):
     retryable = True
 
 
+class ReplicaAckTimeoutError(BatonError):
+    """The server's Redis store did not have the grant acknowledged by its replicas in time (503); it was given back."""
+    code = "REPLICA_ACK_TIMEOUT"
+    retryable = True
+
+
 ERRORS: Dict[str, Type[BatonError]] = {
     cls.code: cls
     for cls in (
         LockTimeoutError, AbortedError, LeaseLostError, NotHolderError, InvalidArgumentError,
         BackendUnavailableError, QuorumNotReachedError, UnauthorizedError, ForbiddenError, ClosedError,
-        StaleTokenError, NotFoundError, TooManyWaitersError, QuotaExceededError,
+        StaleTokenError, NotFoundError, TooManyWaitersError, QuotaExceededError, ReplicaAckTimeoutError,
     )
 }
 
