@@ -35,9 +35,12 @@ for (const [label, start] of Object.entries(stores)) {
 
     before(async () => {
       store = await start()
+      // One operator-given secret: this file is about proclaim through another
+      // server; servers agreeing on a secret kept in the store is trust.test's.
+      const leaseSecret = 'election-servers-shared-secret'
       for (let i = 0; i < 2; i++) {
         const baton = await connect(store.url)
-        const server = await createLockServer({ baton })
+        const server = await createLockServer({ baton, leaseSecret })
         const base = (await server.listen('127.0.0.1', 0)).replace('localhost', '127.0.0.1')
         servers.push({ server, baton, base })
       }
