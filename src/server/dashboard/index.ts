@@ -1,6 +1,7 @@
 /**
- * The dashboard's files: a static page, its script and styles (next to this
- * file, copied into dist/ by the build) and uPlot, served from node_modules.
+ * The dashboard's files: a static page and its styles (next to this file,
+ * copied into dist/ by the build), its script (app.js, bundled into dist/ by
+ * the build from the modules in page/) and uPlot, served from node_modules.
  * No build step at run time; the server only maps paths to files.
  */
 import { readFile } from 'node:fs/promises'
