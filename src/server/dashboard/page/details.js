@@ -8,15 +8,27 @@ import { state } from './state.js'
 
 const detailPending = new Set()
 let detailTimer
+/** A round still out: the next waits for it, so a slow server is never sent round after round. */
+let roundOut = false
 
 /** Fetch these locks again soon (coalesced). */
 export function wantDetail(names) {
   for (const name of names) detailPending.add(name)
-  detailTimer ??= setTimeout(fetchDetails, 300)
+  if (!roundOut) detailTimer ??= setTimeout(fetchDetails, 300)
 }
 
 async function fetchDetails() {
   detailTimer = undefined
+  roundOut = true
+  try {
+    await fetchRound()
+  } finally {
+    roundOut = false
+    if (detailPending.size > 0) detailTimer ??= setTimeout(fetchDetails, 300)
+  }
+}
+
+async function fetchRound() {
   const names = [...detailPending].filter((n) => state.visible.has(n))
   detailPending.clear()
   const generation = state.generation
