@@ -26,6 +26,12 @@ const SPEC: LockSpec = { name: LEASE_SECRET_NAME, kind: 'mutex', mode: 'exclusiv
 /** How often the keeper renews the hold, and another server looks whether the secret is still held. */
 const REFRESH_MS = 60_000
 const DAY_MS = 24 * 60 * 60_000
+/**
+ * The hold's ttl on a store that refuses a long one (ZooKeeper: no hold
+ * outlives the longest session the ensemble grants, 60 s by default). It is
+ * renewed, and looked at by the other servers, three times per ttl.
+ */
+const SHORT_TTL_MS = 30_000
 
 /**
  * The lease secret of servers that share a store and were given none: kept
@@ -68,7 +74,7 @@ export class StoreSecret {
     private readonly ids: LeaseIds,
     private secret: string,
     private readonly owner: string,
-    private readonly ttlMs: number,
+    private ttlMs: number,
   ) {}
 
   /**
@@ -80,9 +86,15 @@ export class StoreSecret {
     const ttlMs = Math.min(MAX_DURATION_MS, Math.max(DAY_MS, 2 * longestLeaseMs))
     const keeper = new StoreSecret(driver, ids, candidate, owner, ttlMs)
     await keeper.refresh()
-    keeper.timer = setInterval(() => void keeper.refresh(), REFRESH_MS)
-    keeper.timer.unref()
+    keeper.schedule()
     return keeper
+  }
+
+  private schedule(): void {
+    clearInterval(this.timer)
+    if (this.closed) return
+    this.timer = setInterval(() => void this.refresh(), Math.min(REFRESH_MS, Math.floor(this.ttlMs / 3)))
+    this.timer.unref()
   }
 
   /** Stops renewing; the hold is left to run out (see above). */
@@ -103,7 +115,15 @@ export class StoreSecret {
         const answer = await this.driver.acquire({
           ...SPEC, owner: this.owner, ttlMs: this.ttlMs, enqueue: false, queueTtlMs: 1000, retry: attempt > 0, value: this.secret,
         })
-        if (answer.status === 'conflict') return
+        if (answer.status === 'conflict') {
+          // A store that refuses so long a ttl gets a short one, renewed more
+          // often; one that refuses even that keeps no values (Redlock).
+          if (this.ttlMs <= SHORT_TTL_MS) return
+          this.ttlMs = SHORT_TTL_MS
+          this.schedule()
+          attempt--
+          continue
+        }
         if (answer.status === 'granted') {
           this.hold = { ...SPEC, owner: this.owner, token: answer.token }
           return this.adopt(this.secret)

@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline'
 import assert from 'node:assert/strict'
 import { inspect } from 'node:util'
 import { fileURLToPath } from 'node:url'
-import { connect, type Baton } from '../../src/index.js'
+import { connect, isBatonError, type Baton } from '../../src/index.js'
 import { ms } from '../harness/timing.js'
 import { unhurried } from '../harness/clients.js'
 
@@ -95,6 +95,28 @@ export class SuiteContext {
         (error: unknown) => (error as Error).message,
       )
       return `${client.store} offers no ${kind}: ${why}`
+    } finally {
+      await client.close()
+    }
+  }
+
+  /**
+   * Why this store refuses leader election, in its own words, for
+   * `t.skip(reason)`; undefined when a campaign on a fresh name is granted.
+   */
+  async refusesElections(): Promise<string | undefined> {
+    const client = await connect(this.harness.url, unhurried())
+    try {
+      return await client.election(this.name('election-refused')).campaign({ value: 'x', wait: '5s' }).then(
+        async (leadership) => {
+          await leadership.resign()
+          return undefined
+        },
+        (error: unknown) => {
+          if (isBatonError(error, 'INVALID_ARGUMENT')) return `${client.store} refuses leader election: ${(error as Error).message}`
+          throw error
+        },
+      )
     } finally {
       await client.close()
     }

@@ -31,25 +31,7 @@ async function waitersOf(baton: Baton, name: string, count: number): Promise<voi
  * without polling. A store that can not keep it refuses it with a reason.
  */
 export function election(ctx: SuiteContext): void {
-  /** Why this store refuses elections, in its own words; undefined when it offers them. */
-  async function refused(): Promise<string | undefined> {
-    const client = await connect(ctx.harness.url)
-    try {
-      const name = ctx.name('election-refused')
-      return await client.election(name).campaign({ value: 'x', wait: '5s' }).then(
-        async (leadership) => {
-          await leadership.resign()
-          return undefined
-        },
-        (error: unknown) => {
-          if (isBatonError(error, 'INVALID_ARGUMENT')) return `${client.store} refuses leader election: ${(error as Error).message}`
-          throw error
-        },
-      )
-    } finally {
-      await client.close()
-    }
-  }
+  const refused = () => ctx.refusesElections()
 
   describe('leader election', () => {
     it('one leader at a time; resign hands over at once, in campaign order, with a greater token', async (t) => {
