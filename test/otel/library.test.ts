@@ -2,7 +2,8 @@
  * baton/otel with the OpenTelemetry SDK's in-memory exporters: one scripted
  * scenario (a grant, a hand-over, a timeout, a forced release) on the memory
  * store and on a real Redis; the span tree under the caller's span, the
- * attributes, the events and the metric values.
+ * attributes, the events and the metric values; a renewal that fails (a paused
+ * Redis) as an event on the hold span before its loss.
  */
 import assert from 'node:assert/strict'
 import { createServer, request as httpRequest, type Server } from 'node:http'
@@ -157,6 +158,37 @@ describe('baton/otel: spans and metrics from the diagnostics channels', () => {
       }
     })
   }
+
+  it('a renewal that fails (Redis paused past the command timeout) is an event on the hold span, before its loss', async () => {
+    // Short enough that the loss comes soon; the command timeout shorter
+    // still, so at least one renewal fails (times out) before the deadline.
+    const ttl = ms(3000)
+    const baton = await connect(redis.url, { commandTimeout: Math.round(ttl / 6) })
+    let paused = false
+    try {
+      const name = `otel/renewal-${Math.random().toString(36).slice(2)}`
+      const lease = await baton.mutex(name, { ttl }).acquire({ autoExtend: true })
+      const lost = new Promise((resolve) => lease.signal.addEventListener('abort', resolve, { once: true }))
+      redis.pause()
+      paused = true
+      await lost
+      redis.resume()
+      paused = false
+      await lease.release().catch(() => {})
+      const hold = spans.getFinishedSpans().find((s) => s.name === 'baton.lock.hold' && s.attributes['baton.lock.token'] === String(lease.token))
+      assert.ok(hold, 'the hold span ended')
+      const names = hold.events.map((e) => e.name)
+      assert.ok(names.includes('baton.lock.renewal_failed'), `events: ${names.join(', ')}`)
+      assert.ok(names.indexOf('baton.lock.renewal_failed') < names.indexOf('baton.lock.lost'), `events in order: ${names.join(', ')}`)
+      const failed = hold.events.find((e) => e.name === 'baton.lock.renewal_failed')!
+      assert.equal(typeof failed.attributes?.['exception.message'], 'string')
+      assert.ok((failed.attributes?.['baton.lock.remaining'] as number) >= 0)
+      assert.equal(hold.attributes['baton.lock.end'], 'lost')
+    } finally {
+      if (paused) redis.resume()
+      await baton.close()
+    }
+  })
 
   it('puts the lock name on spans only when allowed, and never on metrics', async () => {
     stop()
