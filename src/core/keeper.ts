@@ -111,9 +111,7 @@ export class Keeper {
       route.to(hold)
       if (options.autoExtend) this.watchdog.add(hold)
       if (channels.acquire.hasSubscribers) {
-        channels.acquire.publish({
-          ...hold.event(), waitedMs: monotonicNow() - started, reentered: false, handoff: grant.handoff, kind: request.kind, fair: request.fair, attempts: grant.attempts,
-        } satisfies AcquireEvent)
+        publishAcquired(this.driver.store, request, monotonicNow() - started, grant.handoff, grant.attempts)
       }
       return new Lease(hold, this.clientId, spec.mode)
     } finally {
@@ -142,7 +140,7 @@ export class Keeper {
       const lost = got.route.take()?.some((wake) => wake.type === 'lost') ?? false
       const waitedMs = monotonicNow() - got.started
       // The lock server's grants are traced like a library acquire (baton/otel listens here).
-      if (channels.acquire.hasSubscribers) publishDetached(this.driver.store, got.request, waitedMs, got.grant.handoff, got.grant.attempts)
+      if (channels.acquire.hasSubscribers) publishAcquired(this.driver.store, got.request, waitedMs, got.grant.handoff, got.grant.attempts)
       return { ref: got.request, ttlMs: got.grant.ttlMs, startedAt: got.grant.startedAt, waitedMs, lost }
     } finally {
       if (--this.taking === 0) this.drained?.()
@@ -174,7 +172,7 @@ export class Keeper {
     request.token = result.token
     const waitedMs = monotonicNow() - started
     // As in takeDetached: a server grant is traced like a library acquire.
-    if (channels.acquire.hasSubscribers) publishDetached(this.driver.store, request, waitedMs, false, 1)
+    if (channels.acquire.hasSubscribers) publishAcquired(this.driver.store, request, waitedMs, false, 1)
     return { ref: request, ttlMs: result.ttlMs, startedAt: started, waitedMs, lost: false }
   }
 
@@ -241,7 +239,8 @@ export class Keeper {
       if (hold.turns.isInnermost(at)) {
         hold.count += 1
         if (channels.acquire.hasSubscribers) {
-          channels.acquire.publish({ ...hold.event(), waitedMs: monotonicNow() - started, reentered: true, handoff: false })
+          const { name, owner, token, mode } = hold.ref
+          channels.acquire.publish({ name, owner, token, mode, store: this.driver.store, waitedMs: monotonicNow() - started, reentered: true, handoff: false } satisfies AcquireEvent)
         }
         return new Lease(hold, this.clientId, spec.mode, hold.turns.enter(hold, at))
       }
@@ -372,8 +371,13 @@ function attemptRequest(
   }
 }
 
-/** The acquire event of a detached grant (the lock server's): no Hold, so made from the request. */
-function publishDetached(store: string, request: AttemptRequest & { token: bigint }, waitedMs: number, handoff: boolean, attempts: number): void {
+/**
+ * The acquire event of a grant, made from its request (also the hold's ref).
+ * Spelled out, not spread from hold.event(): a spread there made the event a
+ * dictionary object and cost more than the memory store's whole pair
+ * (17 → 70 µs with one listener, measured).
+ */
+function publishAcquired(store: string, request: AttemptRequest & { token: bigint }, waitedMs: number, handoff: boolean, attempts: number): void {
   channels.acquire.publish({
     name: request.name, owner: request.owner, token: request.token, mode: request.mode, store,
     waitedMs, reentered: false, handoff, kind: request.kind, fair: request.fair, attempts,
