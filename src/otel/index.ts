@@ -94,14 +94,47 @@ export async function instrument(options: InstrumentOptions = {}): Promise<() =>
   const held = new Map<string, Held>()
   const keyOf = (event: { owner: string; name: string }) => `${event.owner}\u0000${event.name}`
 
-  const common = (event: { store: string; mode: Mode; name: string }, extra: { kind?: string; fair?: boolean } = {}): Otel.Attributes => ({
-    'baton.lock.store': event.store,
-    'baton.lock.kind': extra.kind ?? kindOf(event.mode),
-    'baton.lock.mode': event.mode,
-    ...(extra.fair !== undefined ? { 'baton.lock.fair': extra.fair } : {}),
-  })
-  const spanAttributes = (attributes: Otel.Attributes, name: string): Otel.Attributes =>
-    (lockNames ? { ...attributes, 'baton.lock.name': name } : attributes)
+  /**
+   * The attribute sets of metrics and span starts, made once per store, kind,
+   * mode and fairness (and per added key and value) and reused: a pair on the
+   * memory store costs a few µs, and building these objects per event (by
+   * spreads, which V8 turns into dictionary objects) cost several times that
+   * with no SDK installed at all.
+   */
+  const commonSets = new Map<string, Otel.Attributes>()
+  const common = (event: { store: string; mode: Mode }, extra: { kind?: string; fair?: boolean } = {}): Otel.Attributes => {
+    const kind = extra.kind ?? kindOf(event.mode)
+    const key = `${event.store}\u0000${kind}\u0000${event.mode}\u0000${extra.fair}`
+    let set = commonSets.get(key)
+    if (!set) {
+      set = Object.freeze({
+        'baton.lock.store': event.store, 'baton.lock.kind': kind, 'baton.lock.mode': event.mode,
+        ...(extra.fair !== undefined ? { 'baton.lock.fair': extra.fair } : {}),
+      })
+      commonSets.set(key, set)
+    }
+    return set
+  }
+  const addedSets = new WeakMap<Otel.Attributes, Map<string, Otel.Attributes>>()
+  /** `attributes` with one more key, the same object each time for the same key and value. */
+  const plus = (attributes: Otel.Attributes, key: string, value: string): Otel.Attributes => {
+    let sets = addedSets.get(attributes)
+    if (!sets) addedSets.set(attributes, (sets = new Map()))
+    const id = `${key}\u0000${value}`
+    let set = sets.get(id)
+    if (!set) sets.set(id, (set = Object.freeze({ ...attributes, [key]: value })))
+    return set
+  }
+  /**
+   * A span's own attributes (token, wait, name…) are set only on a span that
+   * records: without an SDK, or with a sampler that drops it, they are never
+   * built. Samplers see the common set at the span's start.
+   */
+  const describe = (span: Otel.Span, name: string, attributes: Otel.Attributes): void => {
+    if (!span.isRecording()) return
+    span.setAttributes(attributes)
+    if (lockNames) span.setAttribute('baton.lock.name', name)
+  }
 
   const onWait = (message: unknown) => {
     const event = message as WaitEvent
@@ -110,31 +143,25 @@ export async function instrument(options: InstrumentOptions = {}): Promise<() =>
 
   const onAcquire = (message: unknown) => {
     const event = message as AcquireEvent & { kind?: string; fair?: boolean }
-    waiting.delete(keyOf(event))
+    if (waiting.size > 0) waiting.delete(keyOf(event))
     const now = Date.now()
     const attributes = common(event, event)
     const waitedS = event.waitedMs / 1000
-    const span = tracer.startSpan('baton.lock.acquire', {
-      kind: api.SpanKind.INTERNAL,
-      startTime: now - event.waitedMs,
-      attributes: {
-        ...spanAttributes(attributes, event.name),
-        'baton.lock.outcome': 'granted',
-        'baton.lock.wait.duration': waitedS,
-        'baton.lock.token': event.token.toString(),
-        'baton.lock.reentered': event.reentered,
-        ...(event.attempts !== undefined ? { 'baton.lock.attempts': event.attempts } : {}),
-      },
-    }, api.context.active())
-    if (event.handoff) span.addEvent('baton.lock.handover', { 'baton.lock.token': event.token.toString() }, now)
+    const span = tracer.startSpan('baton.lock.acquire', { kind: api.SpanKind.INTERNAL, startTime: now - event.waitedMs, attributes }, api.context.active())
+    describe(span, event.name, {
+      'baton.lock.outcome': 'granted',
+      'baton.lock.wait.duration': waitedS,
+      'baton.lock.token': event.token.toString(),
+      'baton.lock.reentered': event.reentered,
+      ...(event.attempts !== undefined ? { 'baton.lock.attempts': event.attempts } : {}),
+    })
+    if (event.handoff && span.isRecording()) span.addEvent('baton.lock.handover', { 'baton.lock.token': event.token.toString() }, now)
     span.end(now)
-    acquireDuration.record(waitedS, { ...attributes, 'baton.lock.outcome': 'granted' })
+    acquireDuration.record(waitedS, plus(attributes, 'baton.lock.outcome', 'granted'))
     if (event.reentered) return
     activeHolds.add(1, attributes)
-    const hold = tracer.startSpan('baton.lock.hold', {
-      startTime: now,
-      attributes: { ...spanAttributes(attributes, event.name), 'baton.lock.token': event.token.toString() },
-    }, api.context.active())
+    const hold = tracer.startSpan('baton.lock.hold', { startTime: now, attributes }, api.context.active())
+    describe(hold, event.name, { 'baton.lock.token': event.token.toString() })
     held.set(keyOf(event), { span: hold, startedAt: monotonicNow(), attributes })
     if (held.size > maxTracked) {
       // A hold whose end this process never hears of (a lease handed to another process): stop following the oldest.
@@ -148,7 +175,7 @@ export async function instrument(options: InstrumentOptions = {}): Promise<() =>
     if (!hold) return undefined
     held.delete(key)
     activeHolds.add(-1, hold.attributes)
-    if (how !== 'untracked') holdDuration.record((monotonicNow() - hold.startedAt) / 1000, { ...hold.attributes, 'baton.lock.end': how })
+    if (how !== 'untracked') holdDuration.record((monotonicNow() - hold.startedAt) / 1000, plus(hold.attributes, 'baton.lock.end', how))
     hold.span.setAttribute('baton.lock.end', how)
     return hold
   }
@@ -160,7 +187,7 @@ export async function instrument(options: InstrumentOptions = {}): Promise<() =>
   const onLost = (message: unknown) => {
     const event = message as LostEvent
     const cause = event.expired ? 'expired' : 'taken'
-    losses.add(1, { ...common(event), 'baton.lock.loss.cause': cause })
+    losses.add(1, plus(common(event), 'baton.lock.loss.cause', cause))
     const hold = end(keyOf(event), 'lost')
     if (!hold) return
     hold.span.addEvent('baton.lock.lost', { 'baton.lock.loss.cause': cause, 'exception.message': event.error.message })
@@ -175,16 +202,12 @@ export async function instrument(options: InstrumentOptions = {}): Promise<() =>
     waiting.delete(key)
     const cause = event.code.toLowerCase()
     const attributes = common(event, event)
-    timeouts.add(1, { ...attributes, 'baton.lock.timeout.cause': cause })
+    timeouts.add(1, plus(attributes, 'baton.lock.timeout.cause', cause))
     const waitedMs = started ? monotonicNow() - started.startedAt : 0
-    acquireDuration.record(waitedMs / 1000, { ...attributes, 'baton.lock.outcome': cause })
+    acquireDuration.record(waitedMs / 1000, plus(attributes, 'baton.lock.outcome', cause))
     const now = Date.now()
-    const span = tracer.startSpan('baton.lock.acquire', {
-      startTime: started ? started.epochMs : now,
-      attributes: {
-        ...spanAttributes(attributes, event.name), 'baton.lock.outcome': cause, 'baton.lock.wait.duration': waitedMs / 1000, 'baton.lock.attempts': event.attempts,
-      },
-    }, api.context.active())
+    const span = tracer.startSpan('baton.lock.acquire', { startTime: started ? started.epochMs : now, attributes }, api.context.active())
+    describe(span, event.name, { 'baton.lock.outcome': cause, 'baton.lock.wait.duration': waitedMs / 1000, 'baton.lock.attempts': event.attempts })
     span.setStatus({ code: api.SpanStatusCode.ERROR, message: event.code })
     span.end(now)
   }
