@@ -207,7 +207,12 @@ export function waiting(ctx: SuiteContext): void {
       await Promise.race(pending)
       await sleep(ms(300)) // a herd at the lease end would have struck by now
       const herd = attempts.reduce((sum, a) => sum + a.count(), 0) - before
-      assert.ok(herd <= 4, `${herd} attempts from 20 waiters when the holder's lease ran out`)
+      // A herd is one attempt per waiter (20). Each client sends one attempt
+      // for its line at the lease end (3); a store whose attempts can split
+      // the vote (Redlock: three clients asking three nodes at once) sends a
+      // round more per split, and splits are more likely the busier the
+      // machine. The bound tells a herd from that, whatever the load.
+      assert.ok(herd < 10, `${herd} attempts from 20 waiters when the holder's lease ran out`)
       for (const next of pending) await (await next).release()
     })
 
