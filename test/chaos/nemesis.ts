@@ -19,6 +19,8 @@ export interface NemesisTarget {
   /** kill -9 one client process and start a replacement. */
   readonly killChild: (index: number) => void
   readonly ttlMs: number
+  /** The lock names the run's clients use (a store fault may aim at one). */
+  readonly names: readonly string[]
   readonly record: (fault: Fault) => void
 }
 
@@ -75,7 +77,7 @@ export function faultsOf(t: NemesisTarget): Map<string, FaultMaker> {
     return { target: `process ${picked[0]}`, detail: 'killed (-9), a new process started in its place' }
   })
   for (const [kind, make] of Object.entries(t.store.faults)) {
-    faults.set(kind, async () => ({ target: t.store.kind, detail: await make() }))
+    faults.set(kind, async (random) => ({ target: t.store.kind, detail: await make(random, t.names) }))
   }
   return faults
 }

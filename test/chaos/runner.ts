@@ -14,6 +14,7 @@ import { connect, type Baton } from '../../src/index.js'
 import { check, type Verdict } from '../../src/chaos/checker.js'
 import { historyNow, PRIMITIVES, type History, type HistoryEvent, type Primitive } from '../../src/chaos/history.js'
 import { formatRun } from '../../src/chaos/report.js'
+import { nameOf } from '../../src/chaos/client.js'
 import { startProxy, type Proxy } from '../harness/proxy.js'
 import { ms } from '../harness/timing.js'
 import type { ChildMessage, ChildSettings } from './child.js'
@@ -108,6 +109,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     for (const child of children.values()) if (child.connected) child.send({ type: 'start', stopAt })
     await runNemesis({
       store, proxies, ttlMs, children: () => children,
+      names: [...new Set(primitives.flatMap((p) => [0, 1].map((i) => nameOf(prefix, p, i))))],
       killChild: (index) => { const c = children.get(index); c?.kill('SIGCONT'); c?.kill('SIGKILL'); start() },
       record: (f) => parentEvents.push(f),
     }, o.seed, stopAt, o.faults)

@@ -2,13 +2,17 @@
  * The stores the chaos runner can start (on free loopback ports, through
  * the test harness), with the store-specific faults each offers.
  */
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { startBatonServer } from '../harness/baton-server.js'
 import { startEtcd } from '../harness/etcd.js'
 import { startMariadb } from '../harness/mariadb.js'
 import { startPostgres } from '../harness/postgres.js'
 import { startRedlock } from '../harness/redlock.js'
-import { redisCommand, startRedis, startRedisCluster, startRedisSentinel } from '../harness/servers.js'
+import { clusterSlotOwner, moveClusterSlot, redisCommand, startRedis, startRedisCluster, startRedisSentinel } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
+import type { Random } from '../../src/chaos/prng.js'
+import { slotOfName } from '../../src/drivers/redis/keys.js'
 import { startZookeeper } from '../harness/zookeeper.js'
 
 export const STORE_KINDS = ['redis', 'redis-cluster', 'redis-sentinel', 'redlock', 'postgres', 'mysql', 'etcd', 'zookeeper', 'http-memory', 'http-redis'] as const
@@ -19,10 +23,17 @@ export interface ChaosStore {
   readonly url: string
   /** The ports of `url`'s servers, for proxies; empty when clients can not be proxied (they follow the addresses the servers announce). */
   readonly proxyPorts: readonly number[]
-  /** Faults of this store beside the generic ones: name → make it (resolves when healed). */
-  readonly faults: Readonly<Record<string, () => Promise<string>>>
+  /**
+   * Faults of this store beside the generic ones: name → make it (resolves
+   * when healed, with what it did). `random` is the nemesis's seeded draw
+   * (a seed replays the same faults on the same targets); `names`, the lock
+   * names the run's clients use.
+   */
+  readonly faults: Readonly<Record<string, StoreFault>>
   close(): Promise<void>
 }
+
+export type StoreFault = (random: Random, names: readonly string[]) => Promise<string>
 
 export async function startStore(kind: StoreKind): Promise<ChaosStore> {
   switch (kind) {
@@ -34,11 +45,22 @@ export async function startStore(kind: StoreKind): Promise<ChaosStore> {
     case 'redis-cluster': {
       const cluster = await startRedisCluster(3)
       return { kind, url: cluster.url, proxyPorts: [], close: () => cluster.stop(),
-        faults: { 'store-restart': async () => {
-          const node = cluster.nodes[Math.floor(Math.random() * cluster.nodes.length)]!
-          await node.restart()
-          return `master :${node.port} killed (-9) and started again, empty`
-        } } }
+        faults: {
+          'store-restart': async (random) => {
+            const node = random.pick(cluster.nodes)
+            await node.restart()
+            return `master :${node.port} killed (-9) and started again, empty`
+          },
+          // A live resharding of the slot one of the run's names lives in, while its clients hold, wait and renew.
+          'slot-move': async (random, names) => {
+            const name = random.pick(names)
+            const slot = slotOfName(name)
+            const from = await clusterSlotOwner(cluster, slot)
+            const to = random.pick(cluster.nodes.filter((n) => n !== from))
+            await moveClusterSlot(cluster, slot, to)
+            return `slot ${slot} ("${name}") moved from :${from.port} to :${to.port}`
+          },
+        } }
     }
     case 'redis-sentinel': {
       const sentinel = await startRedisSentinel()
@@ -57,8 +79,8 @@ export async function startStore(kind: StoreKind): Promise<ChaosStore> {
     case 'redlock': {
       const setup = await startRedlock(3)
       return { kind, url: setup.url, proxyPorts: setup.nodes.map((n) => n.port), close: () => setup.stop(),
-        faults: { 'store-restart': async () => {
-          const node = setup.nodes[Math.floor(Math.random() * setup.nodes.length)]!
+        faults: { 'store-restart': async (random) => {
+          const node = random.pick(setup.nodes)
           await node.restart()
           return `node :${node.port} of 3 killed (-9) and started again, empty`
         } } }
@@ -66,18 +88,43 @@ export async function startStore(kind: StoreKind): Promise<ChaosStore> {
     case 'postgres': {
       const server = await startPostgres()
       return { kind, url: server.url, proxyPorts: [server.port], close: () => server.stop(),
-        faults: { 'store-restart': async () => { await server.restart(); return 'postgres killed (-9) and started again' } } }
+        faults: {
+          'store-restart': async () => { await server.restart(); return 'postgres killed (-9) and started again' },
+          'backend-kill': async () => {
+            const [row] = await server.query<{ n: string }>(
+              "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+            return `pg_terminate_backend() of ${row?.n ?? 0} client backends (every client connection, listeners included)`
+          },
+        } }
     }
     case 'mysql': {
       const server = await startMariadb()
       return { kind, url: server.url, proxyPorts: [server.port], close: () => server.stop(),
-        faults: { 'store-restart': async () => { await server.restart(); return 'mariadb killed (-9) and started again' } } }
+        faults: {
+          'store-restart': async () => { await server.restart(); return 'mariadb killed (-9) and started again' },
+          'backend-kill': async () => {
+            const rows = await server.query<{ id: number }>("SELECT id FROM information_schema.processlist WHERE user = 'baton'")
+            let killed = 0
+            for (const { id } of rows) killed += await server.query(`KILL CONNECTION ${Number(id)}`).then(() => 1, () => 0)
+            return `KILL CONNECTION of ${killed} of ${rows.length} client connections (waiters' doorbell connections included)`
+          },
+        } }
     }
     case 'etcd': {
       const etcd = await startEtcd()
       const member = etcd.members[0]!
+      const etcdctl = (...args: string[]) => promisify(execFile)('etcdctl', ['--endpoints', `http://127.0.0.1:${member.port}`, ...args], { env: { ...process.env, ETCDCTL_API: '3' } })
       return { kind, url: etcd.url, proxyPorts: [member.port], close: () => etcd.stop(),
-        faults: { 'store-restart': async () => { await member.restart(); return 'etcd killed (-9) and started again' } } }
+        faults: {
+          'store-restart': async () => { await member.restart(); return 'etcd killed (-9) and started again' },
+          // Watches older than the compacted revision are cancelled: the driver must watch again from now and re-read.
+          compaction: async () => {
+            const status = JSON.parse((await etcdctl('endpoint', 'status', '--write-out=json')).stdout) as { Status: { header: { revision: number } } }[]
+            const revision = status[0]!.Status.header.revision
+            await etcdctl('compaction', String(revision))
+            return `compacted to revision ${revision} (every older revision gone, watches behind it cancelled)`
+          },
+        } }
     }
     case 'zookeeper': {
       const zk = await startZookeeper()
