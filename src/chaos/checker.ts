@@ -58,6 +58,7 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
     ...staleWrites(history.events),
     ...looksHeld(history.events),
     ...leaders(history.events),
+    ...skippedTerms(history.events, history.ttlMs * 2 + OBSERVE_RETRY_CAP_MS),
     ...leftovers(history.events),
   ]
   const starved = starvedWaiters(history, intervals, options.starvationMs ?? history.ttlMs * 3 + 5000)
@@ -191,6 +192,43 @@ function leaders(events: readonly HistoryEvent[]): Finding[] {
           evidence: `"${e.name}": observe stream ${e.stream} went back from term ${last} to ${token} at ${t(e.at)}` })
       }
       if (last === undefined || token > last) lastOfStream.set(e.stream, token)
+    }
+  }
+  return found
+}
+
+/** observe() tries a read the store did not answer again after at most this long (docs/election.md). */
+const OBSERVE_RETRY_CAP_MS = 5000
+
+/**
+ * An observe stream that went from one term to a later one without showing
+ * a term that began and ended between the two, and lasted longer than
+ * `boundMs`. observe() may show only the last of changes closer together
+ * than one read, so a short term is no finding; a long one is: its notice
+ * was lost and neither the re-read at the leader's lease end nor the retry
+ * after a failed read made up for it.
+ */
+function skippedTerms(events: readonly HistoryEvent[], boundMs: number): Finding[] {
+  const terms: { name: string; token: bigint; lease: string; start: number; end: number }[] = []
+  const endOf = new Map<string, number>()
+  for (const e of events) if ((e.type === 'end' || e.type === 'loss') && !endOf.has(e.lease)) endOf.set(e.lease, e.at)
+  for (const e of events) {
+    if (e.type !== 'grant' || e.primitive !== 'election') continue
+    terms.push({ name: e.name, token: BigInt(e.token), lease: e.lease, start: e.at, end: Math.min(endOf.get(e.lease) ?? e.deadline, e.deadline) })
+  }
+  const lastOfStream = new Map<string, { at: number; token: bigint | null }>()
+  const found: Finding[] = []
+  for (const e of events) {
+    if (e.type !== 'observation' || e.via !== 'observe') continue
+    const token = e.token === null ? null : BigInt(e.token)
+    const before = lastOfStream.get(e.stream)
+    lastOfStream.set(e.stream, { at: e.at, token })
+    if (!before) continue
+    const skipped = terms.find((term) => term.name === e.name && term.start > before.at && term.end < e.at && term.end - term.start > boundMs &&
+      (before.token === null || term.token > before.token) && (token === null || term.token < token))
+    if (skipped) {
+      found.push({ property: 'observer-skipped-term', at: e.at, involved: [e.stream, skipped.lease],
+        evidence: `"${e.name}": observe stream ${e.stream} went from ${before.token ?? 'no leader'} (at ${t(before.at)}) to ${token ?? 'no leader'} (at ${t(e.at)}) without showing term ${skipped.token} (${skipped.lease}), which led from ${t(skipped.start)} to ${t(skipped.end)} (longer than ${boundMs} ms)` })
     }
   }
   return found

@@ -7,7 +7,7 @@
 
 /** What the checker checks; each violation is of one of these. */
 export type Property =
-  | 'two-holders' | 'over-permits' | 'reader-beside-writer' | 'two-leaders' | 'observer-order'
+  | 'two-holders' | 'over-permits' | 'reader-beside-writer' | 'two-leaders' | 'observer-order' | 'observer-skipped-term'
   | 'token-order' | 'stale-write' | 'looks-held-after-deadline' | 'leftover-state' | 'waiter-starved'
 
 export interface KnownException {
@@ -39,7 +39,7 @@ export const KNOWN_EXCEPTIONS: readonly KnownException[] = [
   {
     stores: ['http-memory'],
     faults: ['store-restart'],
-    properties: ['two-holders', 'over-permits', 'reader-beside-writer', 'two-leaders', 'token-order', 'observer-order'],
+    properties: ['two-holders', 'over-permits', 'reader-beside-writer', 'two-leaders', 'token-order', 'observer-order', 'observer-skipped-term'],
     leases: 2,
     why: 'the lock server on memory:// forgets every hold and starts its token counters again when it restarts (capabilities.durableTokens is false)',
   },

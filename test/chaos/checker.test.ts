@@ -82,6 +82,21 @@ test('two leaders in one term, an observer going back', () => {
   assert.deepEqual(v.violations.map((f) => f.property).sort(), ['observer-order', 'two-leaders'])
 })
 
+test('an observe stream that skips a long term is reported; one that skips a short term is not', () => {
+  const o = (at: number, token: number | null): HistoryEvent =>
+    ({ type: 'observation', ...actor(1), via: 'observe', stream: 's1', name: 'e', at, token: token === null ? null : String(token) })
+  const term = (lease: string, token: number, at: number, end: number): HistoryEvent[] => [
+    { type: 'grant', ...actor(2), op: `${lease}-op`, lease, primitive: 'election', name: 'e', mode: 'exclusive', token: String(token), weight: 1, permits: 1, at, deadline: end + 500 },
+    { type: 'end', ...actor(2), lease, at: end, why: 'resign' },
+  ]
+  // ttl 1000 in these histories: a term is long past 2 ttl + 5 s.
+  const long = check(history([o(10, 1), ...term('l2', 2, 100, 8000), o(9000, 3)]))
+  assert.deepEqual(long.violations.map((f) => f.property), ['observer-skipped-term'])
+  assert.match(long.violations[0]!.evidence, /without showing term 2/)
+  const short = check(history([o(10, 1), ...term('l2', 2, 100, 300), o(400, null)]))
+  assert.deepEqual(short.violations, [])
+})
+
 test('a starved waiter is a warning, a violation only when asked', () => {
   const events: HistoryEvent[] = [{ type: 'invoke', ...actor(1), op: 'w', kind: 'acquire', primitive: 'mutex', names: ['a'], at: 10 }]
   assert.deepEqual(check(history([...events])).warnings.map((f) => f.property), ['waiter-starved'])
