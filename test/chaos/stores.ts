@@ -51,6 +51,11 @@ export async function startStore(kind: StoreKind): Promise<ChaosStore> {
             await node.restart()
             return `master :${node.port} killed (-9) and started again, empty`
           },
+          // Cluster clients are not proxied: the notice connections are cut from the servers' side.
+          'notice-kill': async () => {
+            const killed = await Promise.all(cluster.nodes.map((n) => redisCommand(n.port, ['CLIENT', 'KILL', 'TYPE', 'pubsub']).catch(() => 0)))
+            return `CLIENT KILL TYPE pubsub on every master: ${killed.map(Number).reduce((a, b) => a + b, 0)} notice connections cut`
+          },
           // A live resharding of the slot one of the run's names lives in, while its clients hold, wait and renew.
           'slot-move': async (random, names) => {
             const name = random.pick(names)
