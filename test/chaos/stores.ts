@@ -74,11 +74,16 @@ export async function startStore(kind: StoreKind): Promise<ChaosStore> {
           const port = sentinel.sentinels[0]!.port
           const master = async () => String(await redisCommand(port, ['SENTINEL', 'get-master-addr-by-name', 'mymaster']).catch(() => ''))
           const before = await master()
+          const oldPort = Number(/(\d+)\s*$/.exec(before.replace(/,/g, ' '))?.[1])
           const reply = await redisCommand(port, ['SENTINEL', 'FAILOVER', 'mymaster'])
-          // Healed once the sentinel names another master (the exception's window counts from there).
+          // Healed once the sentinel names another master AND the old one is a
+          // replica: until then clients still connected to the old master can
+          // be granted holds the new one never sees. The exception's window
+          // counts from there.
+          const role = async () => String(await redisCommand(oldPort, ['ROLE']).then((r) => (Array.isArray(r) ? r[0] : r), () => ''))
           const until = Date.now() + ms(15_000)
-          while (Date.now() < until && (await master()) === before) await new Promise((resolve) => setTimeout(resolve, 100))
-          return `SENTINEL FAILOVER mymaster: ${String(reply)}; master ${before} → ${await master()}`
+          while (Date.now() < until && ((await master()) === before || (await role()) === 'master')) await new Promise((resolve) => setTimeout(resolve, 100))
+          return `SENTINEL FAILOVER mymaster: ${String(reply)}; master ${before} → ${await master()}; the old master is a ${await role()}`
         } } }
     }
     case 'redlock': {
