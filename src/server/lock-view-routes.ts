@@ -4,7 +4,7 @@
  * of a lock they answer with.
  */
 import type { FastifyInstance } from 'fastify'
-import type { LockView } from '../index.js'
+import type { Baton, LockView } from '../index.js'
 import { compareNames, validatePrefix } from '../internal-api.js'
 import type { NameParams } from './acquire-request.js'
 import { demand } from './auth.js'
@@ -36,12 +36,13 @@ export function lockViewRoutes(app: FastifyInstance, ctx: ServerContext): void {
     // so the cursor (the last name of the page) never tells of any other.
     const scopes = access.scopes(prefix)
     const queries = scopes ? scopes.prefixes : [prefix]
-    // One more than the page, to know whether another page follows; the store reads only this page.
-    const pages = await Promise.all(queries.map((q) => baton.list({ prefix: q, ...(after ? { after } : {}), limit: limit + 1 })))
+    const shown = (view: LockView): boolean => access.allows('read', view.name) && !isReserved(view.name)
+    // One more than the page, to know whether another page follows; the store reads only about this page.
+    const pages = await Promise.all(queries.map((q) => shownPage(baton, q, after, limit + 1, shown)))
     const exact = scopes ? scopes.names.filter((name) => after === undefined || compareNames(name, after) > 0) : []
     const named = await Promise.all(exact.map((name) => baton.inspect(name)))
     const byName = new Map<string, LockView>()
-    for (const view of [...pages.flat(), ...named]) if (view && access.allows('read', view.name) && !isReserved(view.name)) byName.set(view.name, view)
+    for (const view of [...pages.flat(), ...named]) if (view && shown(view)) byName.set(view.name, view)
     const fetched = [...byName.values()].sort((a, b) => compareNames(a.name, b.name))
     const page = fetched.slice(0, limit)
     return {
@@ -56,6 +57,24 @@ export function lockViewRoutes(app: FastifyInstance, ctx: ServerContext): void {
     demand(access, 'admin', name)
     return { released: await ctx.desk.forceRelease(name, access.name ?? (request.access ? 'an unnamed admin token' : 'open server')) }
   })
+}
+
+/**
+ * Up to `wanted` locks under `prefix` after `after` that `shown` keeps, in
+ * name order. A store page can hold names the answer leaves out (the
+ * server's own ".baton/lease-secret" hold sorts before most names), so the
+ * store is read on past them: a name left out never takes a place on the
+ * page, which would hide that another page follows.
+ */
+async function shownPage(baton: Baton, prefix: string, after: string | undefined, wanted: number, shown: (view: LockView) => boolean): Promise<LockView[]> {
+  const kept: LockView[] = []
+  for (let from = after; ;) {
+    const asked = wanted - kept.length
+    const views = await baton.list({ prefix, ...(from ? { after: from } : {}), limit: asked })
+    for (const view of views) if (shown(view)) kept.push(view)
+    if (views.length < asked || kept.length >= wanted) return kept
+    from = views[views.length - 1]!.name
+  }
 }
 
 function decodeCursor(cursor: string): string {
