@@ -8,8 +8,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { connect, type Baton } from '../../src/index.js'
-import { createLockServer, type LockServer } from '../../src/server/index.js'
+import { serversOn } from '../harness/lock-servers.js'
 import { startEtcd } from '../harness/etcd.js'
 import { startPostgres } from '../harness/postgres.js'
 import { startRedis } from '../harness/servers.js'
@@ -31,25 +30,18 @@ const stores: Record<string, () => Promise<{ url: string; stop(): Promise<void> 
 for (const [label, start] of Object.entries(stores)) {
   describe(`proclaim through two servers sharing ${label}`, () => {
     let store: { url: string; stop(): Promise<void> }
-    const servers: { server: LockServer; baton: Baton; base: string }[] = []
+    // One operator-given secret: this file is about proclaim through another
+    // server; servers agreeing on a secret kept in the store is shared-secret.test's.
+    const shared = serversOn(() => store.url, { leaseSecret: 'election-servers-shared-secret' })
+    const servers = shared.servers
 
     before(async () => {
       store = await start()
-      // One operator-given secret: this file is about proclaim through another
-      // server; servers agreeing on a secret kept in the store is trust.test's.
-      const leaseSecret = 'election-servers-shared-secret'
-      for (let i = 0; i < 2; i++) {
-        const baton = await connect(store.url)
-        const server = await createLockServer({ baton, leaseSecret })
-        const base = (await server.listen('127.0.0.1', 0)).replace('localhost', '127.0.0.1')
-        servers.push({ server, baton, base })
-      }
+      await shared.add()
+      await shared.add()
     })
     after(async () => {
-      for (const { server, baton } of servers) {
-        await server.close().catch(() => {})
-        await baton.close().catch(() => {})
-      }
+      await shared.close()
       await store?.stop()
     })
 

@@ -14,8 +14,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { connect, type Baton } from '../../src/index.js'
-import { createLockServer, type LockServer } from '../../src/server/index.js'
+import { serversOn } from '../harness/lock-servers.js'
 import { startEtcd } from '../harness/etcd.js'
 import { startMariadb } from '../harness/mariadb.js'
 import { startPostgres } from '../harness/postgres.js'
@@ -40,24 +39,15 @@ const stores: { label: string; start: () => Promise<Store>; sessionBound: boolea
 for (const { label, start, sessionBound } of stores) {
   describe(`two servers sharing ${label}, no --lease-secret`, () => {
     let store: Store | undefined
-    const running: { server: LockServer; baton: Baton }[] = []
-    const serve = async (): Promise<string> => {
-      const baton = await connect(store!.url)
-      const server = await createLockServer({ baton })
-      running.push({ server, baton })
-      return (await server.listen('127.0.0.1', 0)).replace('localhost', '127.0.0.1')
-    }
+    const shared = serversOn(() => store!.url)
     after(async () => {
-      for (const { server, baton } of running) {
-        await server.close().catch(() => {})
-        await baton.close().catch(() => {})
-      }
+      await shared.close()
       await store?.stop()
     })
 
     it('a lease id granted by one is authentic on the other', async () => {
       store = await start()
-      const [one, two] = [await serve(), await serve()]
+      const [one, two] = [await shared.add(), await shared.add()]
       const lease = await call(one, 'POST', lockPath('shared-secret/a', '/acquire'), { ttl: '30s' })
       assert.equal(lease.status, 200)
       const id = lease.body.leaseId as string
