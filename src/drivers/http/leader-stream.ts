@@ -62,3 +62,33 @@ export class LeaderStream {
     }
   }
 }
+
+/** The leader streams of one client: one per observed name, shared by its observers, closed with the last. */
+export class LeaderStreams {
+  private readonly streams = new Map<string, { stream: LeaderStream; observers: Set<() => void> }>()
+
+  constructor(private readonly api: Api) {}
+
+  observe(name: string, onChange: () => void): () => void {
+    let entry = this.streams.get(name)
+    if (!entry) {
+      const observers = new Set<() => void>()
+      entry = { observers, stream: new LeaderStream(this.api, name, () => { for (const each of observers) each() }) }
+      this.streams.set(name, entry)
+    }
+    const mine = () => onChange()
+    const { observers, stream } = entry
+    observers.add(mine)
+    return () => {
+      observers.delete(mine)
+      if (observers.size > 0 || this.streams.get(name)?.stream !== stream) return
+      this.streams.delete(name)
+      stream.close()
+    }
+  }
+
+  close(): void {
+    for (const { stream } of this.streams.values()) stream.close()
+    this.streams.clear()
+  }
+}
