@@ -1,3 +1,4 @@
+import { Observers } from '../../core/observers.js'
 import { Api } from './api.js'
 import { readEvents } from './sse.js'
 
@@ -65,30 +66,25 @@ export class LeaderStream {
 
 /** The leader streams of one client: one per observed name, shared by its observers, closed with the last. */
 export class LeaderStreams {
-  private readonly streams = new Map<string, { stream: LeaderStream; observers: Set<() => void> }>()
+  private readonly observers = new Observers()
+  private readonly streams = new Map<string, LeaderStream>()
 
   constructor(private readonly api: Api) {}
 
   observe(name: string, onChange: () => void): () => void {
-    let entry = this.streams.get(name)
-    if (!entry) {
-      const observers = new Set<() => void>()
-      entry = { observers, stream: new LeaderStream(this.api, name, () => { for (const each of observers) each() }) }
-      this.streams.set(name, entry)
-    }
-    const mine = () => onChange()
-    const { observers, stream } = entry
-    observers.add(mine)
-    return () => {
-      observers.delete(mine)
-      if (observers.size > 0 || this.streams.get(name)?.stream !== stream) return
-      this.streams.delete(name)
-      stream.close()
-    }
+    return this.observers.add(
+      name, onChange,
+      () => this.streams.set(name, new LeaderStream(this.api, name, () => this.observers.notify(name))),
+      () => {
+        this.streams.get(name)?.close()
+        this.streams.delete(name)
+      },
+    )
   }
 
   close(): void {
-    for (const { stream } of this.streams.values()) stream.close()
+    for (const stream of this.streams.values()) stream.close()
     this.streams.clear()
+    this.observers.clear()
   }
 }
