@@ -1,3 +1,4 @@
+import { Observers } from '../../core/observers.js'
 import { Api } from './api.js'
 import { readEvents } from './sse.js'
 
@@ -60,5 +61,30 @@ export class LeaderStream {
     } catch {
       // Aborted or dropped: opened again unless closed.
     }
+  }
+}
+
+/** The leader streams of one client: one per observed name, shared by its observers, closed with the last. */
+export class LeaderStreams {
+  private readonly observers = new Observers()
+  private readonly streams = new Map<string, LeaderStream>()
+
+  constructor(private readonly api: Api) {}
+
+  observe(name: string, onChange: () => void): () => void {
+    return this.observers.add(
+      name, onChange,
+      () => this.streams.set(name, new LeaderStream(this.api, name, () => this.observers.notify(name))),
+      () => {
+        this.streams.get(name)?.close()
+        this.streams.delete(name)
+      },
+    )
+  }
+
+  close(): void {
+    for (const stream of this.streams.values()) stream.close()
+    this.streams.clear()
+    this.observers.clear()
   }
 }

@@ -8,9 +8,11 @@ import { limitOf } from '../../core/list.js'
 import { describeConflict, weightField, weightOf } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
 import { WakeRoutes } from '../../core/wake-routes.js'
+import { Observers } from '../../core/observers.js'
 import { postgresTarget, storeError, type PostgresTarget } from './connection.js'
 import { WakeListener } from './listener.js'
 import { Sweeper } from '../sql-common/sweeper.js'
+import { described, likePattern, LIST_PAGE } from '../sql-common/info.js'
 import { ensureSchema } from './schema.js'
 import { sqlFor, type Operation, type SqlSet } from './sql.js'
 
@@ -18,8 +20,6 @@ const CAPABILITIES: Capabilities = {
   fair: true, rwlock: true, semaphore: true, lockDelay: true, handoff: true, durableTokens: true,
 }
 
-/** Names per page of list(). */
-const LIST_PAGE = 500
 /** Most idle names one sweep drops; a full batch runs the next sweep at once. */
 const SWEEP_BATCH = 1000
 
@@ -80,7 +80,7 @@ export class PostgresDriver implements Driver {
       // Wake-ups sent while the connection was down are lost: let everyone look again.
       () => {
         this.routes.nudgeAll()
-        this.noticeAll()
+        this.observers.notifyAll()
       },
     )
   }
@@ -142,7 +142,7 @@ export class PostgresDriver implements Driver {
   }
 
   /** Election observers by name; the listener LISTENs on "<schema>.leader" while there are any. */
-  private readonly observers = new Map<string, Set<() => void>>()
+  private readonly observers = new Observers()
   private leaderChannel: Promise<() => void> | undefined
 
   /**
@@ -152,30 +152,20 @@ export class PostgresDriver implements Driver {
    * observer to look again.
    */
   observe(name: string, onChange: () => void): () => void {
-    let set = this.observers.get(name)
-    if (!set) this.observers.set(name, (set = new Set()))
-    const mine = () => onChange()
-    set.add(mine)
+    const remove = this.observers.add(name, onChange)
     if (!this.leaderChannel) {
-      const listening = this.listener.listen(`${this.target.schema}.leader`, (payload) => {
-        for (const each of this.observers.get(payload) ?? []) each()
-      })
+      const listening = this.listener.listen(`${this.target.schema}.leader`, (payload) => this.observers.notify(payload))
       this.leaderChannel = listening
       // Listening now: what changed before is read once more.
-      void listening.then(() => this.noticeAll(), () => this.noticeAll())
+      void listening.then(() => this.observers.notifyAll(), () => this.observers.notifyAll())
     }
     return () => {
-      set.delete(mine)
-      if (set.size === 0 && this.observers.get(name) === set) this.observers.delete(name)
+      remove()
       if (this.observers.size > 0 || !this.leaderChannel) return
       const listening = this.leaderChannel
       this.leaderChannel = undefined
       void listening.then((unlisten) => unlisten(), () => {})
     }
-  }
-
-  private noticeAll(): void {
-    for (const set of this.observers.values()) for (const each of set) each()
   }
 
   async inspect(name: string): Promise<LockInfo | null> {
@@ -185,7 +175,7 @@ export class PostgresDriver implements Driver {
 
   /** The table's own order (name is COLLATE "C": byte order), from the cursor, LIMIT the page. */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
-    const pattern = prefix.replace(/[\\%_]/g, '\\$&') + '%'
+    const pattern = likePattern(prefix)
     let after = page?.after ?? ''
     let left = limitOf(page)
     while (left > 0) {
@@ -238,10 +228,10 @@ function infoOf(row: InfoRow): LockInfo {
     fair: row.fair,
     permits: row.permits,
     holders: row.holders.map((h) => ({
-      owner: h.owner, token: BigInt(h.token), mode: h.mode, ...weightField(h.mode, h.weight), expiresAt: Number(h.expiresAt), ...who(h),
+      owner: h.owner, token: BigInt(h.token), mode: h.mode, ...weightField(h.mode, h.weight), expiresAt: Number(h.expiresAt), ...described(h),
       ...(h.value !== null && h.value !== undefined ? { value: h.value } : {}),
     })),
-    waiters: row.waiters.map((w) => ({ owner: w.owner, mode: w.mode, ...weightField(w.mode, w.weight), ...who(w) })),
+    waiters: row.waiters.map((w) => ({ owner: w.owner, mode: w.mode, ...weightField(w.mode, w.weight), ...described(w) })),
     lastToken: BigInt(row.last_token),
   }
 }
@@ -261,13 +251,5 @@ export const createPostgresDriver: DriverFactory = async (url: StoreUrl, options
   } catch (cause) {
     await pool.end().catch(() => {})
     throw storeError(target, cause)
-  }
-}
-
-/** The description and since of a hold or line entry, when the row has them (rows from before schema version 2 do not). */
-function who(entry: { description?: string | null; since?: number | null }): { description?: string; since?: number } {
-  return {
-    ...(entry.description ? { description: entry.description } : {}),
-    ...(entry.since !== null && entry.since !== undefined ? { since: Number(entry.since) } : {}),
   }
 }

@@ -1,4 +1,5 @@
 import type { HoldRef } from '../../core/driver.js'
+import { Observers } from '../../core/observers.js'
 import type { RedisClient, RedisTarget } from './connection.js'
 import { baseKey } from './keys.js'
 import { memberOf } from './members.js'
@@ -24,7 +25,7 @@ export const NOTICE_MARK = '='
 
 export class Election {
   /** Election observers by notice channel; one subscription per channel in use. */
-  private readonly observers = new Map<string, Set<() => void>>()
+  private readonly observers = new Observers()
 
   /** The names observed here, each renewing its "observed" mark in the store (observe.lua) until its last observer leaves. */
   private readonly marks = new Map<string, NodeJS.Timeout>()
@@ -50,41 +51,33 @@ export class Election {
    */
   observe(name: string, onChange: () => void): () => void {
     const channel = `${this.channels.channelFor(name)}${NOTICE_MARK}${baseKey(this.target.keyPrefix, name)}`
-    let set = this.observers.get(channel)
-    const entry = () => onChange()
-    if (!set) {
-      this.observers.set(channel, (set = new Set()))
+    return this.observers.add(channel, onChange, () => {
       const mark = () => this.scripts.call('observe', name, [OBSERVED_MARK_MS])
       this.marks.set(channel, setInterval(() => mark().catch(() => {}), OBSERVED_MARK_MS / 3).unref())
       // Once subscribed and marked, a look: a change between the caller's first read and then is not missed.
       const subscribed = this.channels.sharded ? this.subscriber.ssubscribe(channel) : this.subscriber.subscribe(channel)
       Promise.allSettled([subscribed, mark()]).then(() => this.notices(channel))
-    }
-    set.add(entry)
-    return () => {
-      set.delete(entry)
-      if (set.size > 0 || this.observers.get(channel) !== set) return
-      this.observers.delete(channel)
+    }, () => {
       clearInterval(this.marks.get(channel))
       this.marks.delete(channel)
       const dropped = this.channels.sharded ? this.subscriber.sunsubscribe(channel) : this.subscriber.unsubscribe(channel)
       dropped.catch(() => {})
-    }
+    })
   }
 
   /** The observer channels to subscribe again after a reconnect. */
   observedChannels(): string[] {
-    return [...this.observers.keys()]
+    return this.observers.names()
   }
 
   /** A notice on `channel`: its observers look again. */
   notices(channel: string): void {
-    for (const onChange of this.observers.get(channel) ?? []) onChange()
+    this.observers.notify(channel)
   }
 
   /** Every observer looks again (notices may have been missed). */
   nudgeAll(): void {
-    for (const observers of this.observers.values()) for (const onChange of observers) onChange()
+    this.observers.notifyAll()
   }
 
   close(): void {

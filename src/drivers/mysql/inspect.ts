@@ -1,0 +1,66 @@
+import type { ListPage, LockInfo, LockKind } from '../../core/driver.js'
+import { limitOf } from '../../core/list.js'
+import { weightField } from '../../core/compat.js'
+import { described, likePattern, LIST_PAGE } from '../sql-common/info.js'
+import { entryOf, holdOf, summary, type HoldRecord, type LineRecord } from './name-state.js'
+import type { Transactions, Tx } from './tx.js'
+
+interface InfoName { name: Buffer; kind: LockKind; fair: number; permits: number; last_token: string; now_us: string }
+
+/** What the operator reads: one name, and the paged list, each from one consistent snapshot. */
+export class Inspector {
+  constructor(private readonly transactions: Transactions) {}
+
+  async inspect(name: string): Promise<LockInfo | null> {
+    const [info] = await this.transactions.snapshot(async (tx) => {
+      const names = await tx.read<InfoName>('info-name', [name])
+      return infos(tx, names)
+    })
+    return info ?? null
+  }
+
+  /** The table's own order (name is VARBINARY: byte order), from the cursor, LIMIT the page. */
+  async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
+    const pattern = Buffer.from(likePattern(prefix))
+    let after: Buffer = Buffer.from(page?.after ?? '')
+    let left = limitOf(page)
+    while (left > 0) {
+      const size = Math.min(LIST_PAGE, left)
+      const { found, rows, last } = await this.transactions.snapshot(async (tx) => {
+        const names = await tx.read<InfoName>('info-names', [pattern, after, size])
+        return { found: await infos(tx, names), rows: names.length, last: names.at(-1)?.name }
+      })
+      for (const info of found) {
+        if (left <= 0) return
+        left--
+        yield info
+      }
+      if (rows < size || !last) return
+      after = last
+    }
+  }
+}
+
+/** Holders and waiters of the names read, from the same snapshot; names nobody uses are left out. */
+async function infos(tx: Tx, names: InfoName[]): Promise<LockInfo[]> {
+  if (names.length === 0) return []
+  const list = names.map((n) => n.name)
+  const [holdRows, lineRows] = await tx.readMany([['info-holds', [list]], ['info-line', [list]]])
+  const holds = holdRows as (HoldRecord & { name: Buffer })[]
+  const line = lineRows as (LineRecord & { name: Buffer })[]
+  const found: LockInfo[] = []
+  for (const row of names) {
+    const now = Number(row.now_us)
+    const name = row.name.toString('utf8')
+    const mine = holds.filter((h) => h.name.equals(row.name)).map(holdOf)
+    const waiting = line.filter((l) => l.name.equals(row.name)).map(entryOf).filter((w) => w.staleAt > now)
+    if (!mine.some((h) => h.blockedUntil > now) && waiting.length === 0) continue
+    found.push({
+      name, kind: row.kind, fair: Boolean(row.fair), permits: row.permits,
+      holders: mine.filter((h) => h.expiresAt > now).map(summary),
+      waiters: waiting.map((w) => ({ owner: w.owner, mode: w.mode, ...weightField(w.mode, w.weight), ...described(w) })),
+      lastToken: BigInt(row.last_token),
+    })
+  }
+  return found
+}
