@@ -1,5 +1,6 @@
 import mysql from 'mysql2'
 import type { Connection, ConnectionOptions } from 'mysql2/promise'
+import { endConnection } from './connection.js'
 
 /** How long a ring waits to take the bell back (a waiter's session holds it for a moment after each ring). */
 const RETAKE_S = 5
@@ -57,7 +58,7 @@ export class Bell {
     this.closed = true
     const connection = this.connection
     this.connection = undefined
-    await connection?.end().catch(() => connection.destroy())
+    await endConnection(connection)
   }
 
   private async take(): Promise<void> {

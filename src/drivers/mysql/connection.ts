@@ -100,3 +100,63 @@ export function storeError(target: MysqlTarget, cause: unknown): BatonError {
   }
   return backendUnavailable(target.label, cause, errno !== undefined && !UNAVAILABLE.has(errno))
 }
+
+/** How long a connection of ours is given to say goodbye at close before it is cut off. */
+const QUIT_WITHIN_MS = 1000
+
+interface OwnConnection {
+  end(): Promise<void>
+  destroy(): void
+  /** mysql2's connection under the promise wrapper. */
+  readonly connection?: { readonly stream?: { destroy(): void } }
+}
+
+/**
+ * Cuts one of the driver's own connections off at once: the socket is
+ * destroyed, so a query in flight fails now (mysql2's destroy() only ends
+ * its side of the socket, and the query waits for a server that may never
+ * answer).
+ */
+export function cutOff(connection: OwnConnection): void {
+  const socket = connection.connection?.stream
+  if (socket) socket.destroy()
+  else connection.destroy()
+}
+
+/**
+ * Ends one of the driver's own connections (the poller's, the bell's): a
+ * polite QUIT, but one a server that stopped answering (paused, cut off)
+ * can not hold up: end() waits for the query in flight.
+ */
+export async function endConnection(connection: OwnConnection | undefined): Promise<void> {
+  if (!connection) return
+  let timer: NodeJS.Timeout | undefined
+  const cut = new Promise<void>((resolve) => {
+    timer = setTimeout(() => { cutOff(connection); resolve() }, QUIT_WITHIN_MS)
+  })
+  await Promise.race([connection.end().catch(() => cutOff(connection)), cut])
+  clearTimeout(timer)
+}
+
+/**
+ * A query on one of the driver's own connections, failed after `timeoutMs`
+ * by cutting the connection off. Not mysql2's `timeout` option: its timer
+ * outlives a connection lost meanwhile (nothing clears it but the answer),
+ * and kept a closed client's process alive for the whole timeout.
+ */
+export async function queryWithin<T>(connection: OwnConnection & { query(sql: string): Promise<T> }, sql: string, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([
+      connection.query(sql),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          cutOff(connection)
+          reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'PROTOCOL_SEQUENCE_TIMEOUT' }))
+        }, timeoutMs)
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
+}

@@ -1,7 +1,7 @@
 import mysql from 'mysql2'
 import type { Connection, ConnectionOptions } from 'mysql2/promise'
 import type { SqlSet } from './sql.js'
-import { isTransient } from './connection.js'
+import { endConnection, isTransient, queryWithin } from './connection.js'
 
 /** How often a client with waiters, holders or election observers looks at its wake-ups. */
 export const POLL_MS = 50
@@ -70,7 +70,7 @@ export class WakePoller {
     this.wakeLoop?.()
     const connection = this.connection
     this.connection = undefined
-    await connection?.end().catch(() => connection.destroy())
+    await endConnection(connection)
   }
 
   private async loop(): Promise<void> {
@@ -125,7 +125,7 @@ export class WakePoller {
     if (names.length > 0) parts.push(mysql.format(statements['poll-changes'], [[...names]]))
 
     const started = performance.now()
-    const [answer] = await connection.query({ sql: parts.join(';\n'), timeout: this.commandTimeoutMs + POLL_MS })
+    const [answer] = await queryWithin(connection, parts.join(';\n'), this.commandTimeoutMs + POLL_MS)
     const results = parts.length === 1 ? [answer] : (answer as unknown[]) // one answer per statement
     for (const id of acked) this.dispatched.delete(id)
 
