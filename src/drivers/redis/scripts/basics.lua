@@ -224,11 +224,20 @@ end
 -- script that may have created or removed one of them calls it last.
 -- `busy`: the caller knows one of them may exist (it just joined the line,
 -- or handed the name to the line's head): "s" without a look.
+-- It also keeps the name in the index of names in use (keys.lua LISTED)
+-- while it is held or has shared holds or a line, and out of it once idle.
 local function settle(busy)
   local value = holdKeyValue()
+  local member, flag, since, description
+  if value then member, flag, since, description = parseHeld(value) end
+  local others = busy or redis.call('EXISTS', K.h, K.q) > 0
+  if others or member then
+    redis.call('ZADD', LISTED, 0, NAME)
+  else
+    redis.call('ZREM', LISTED, NAME)
+  end
   if not value then return end
-  local want = (busy or redis.call('EXISTS', K.h, K.q, K.t, K.o) > 0) and 's' or '-'
-  local member, flag, since, description = parseHeld(value)
+  local want = (others or redis.call('EXISTS', K.t, K.o) > 0) and 's' or '-'
   if member then
     if flag ~= want and flag ~= 'old' then writeHoldKey(heldValue(member, want, since, description), 'KEEPTTL') end
     return
