@@ -2,6 +2,7 @@ import type { HolderSummary, ListPage, LockInfo, WaiterSummary } from '../../cor
 import { compareNames, inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { backendUnavailable } from '../../core/errors.js'
 import { weightField } from '../../core/compat.js'
+import type { Cluster } from 'ioredis'
 import type { RedisClient, RedisTarget } from './connection.js'
 import { listedKey } from './keys.js'
 import { described, LETTER_KIND, LETTER_MODE, parseHolder, weightInSpec } from './members.js'
@@ -47,14 +48,24 @@ export class Inspector {
 
   /**
    * The index of names in use (keys.ts listedKey) is read in byte order
-   * from the page's cursor on, so a page costs its own names and about as
-   * many inspects, however many idle names keep only their fencing counter.
-   * The index is a superset: a name found idle (a holder that died, never
-   * released) is dropped from it on the way (unlist.lua).
+   * from the page's cursor on, a page's worth (and a little more) at a time,
+   * so a page costs its own names and about as many inspects, however many
+   * names are in use or idle. The index is a superset: a name found idle (a
+   * holder that died, never released) is dropped from it on the way
+   * (unlist.lua), and the next names are read in its place.
    */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
-    const names = namesOfPage(await this.listed(prefix, page?.after), prefix, page)
-    yield* inspectInOrder(names, limitOf(page), (name) => this.inspectOrUnlist(name))
+    let left = limitOf(page)
+    const count = left === Infinity ? undefined : left + 16
+    for (let after = page?.after; ;) {
+      const names = await this.listed(prefix, after, count)
+      for await (const info of inspectInOrder(names, left, (name) => this.inspectOrUnlist(name))) {
+        yield info
+        left--
+      }
+      if (left <= 0 || count === undefined || names.length < count) return
+      after = names.at(-1)
+    }
   }
 
   private async inspectOrUnlist(name: string): Promise<LockInfo | null> {
@@ -64,47 +75,56 @@ export class Inspector {
   }
 
   /** Names in use under `prefix` (maybe some gone idle since), from the index of names in use. */
-  names(prefix: string): Promise<Set<string>> {
-    return this.listed(prefix)
+  async names(prefix: string): Promise<Set<string>> {
+    return new Set(await this.listed(prefix))
   }
 
   /**
-   * The listed names under `prefix` and after `after`: one ZRANGEBYLEX on a
-   * single Redis; on a Cluster one per slot (each slot has its own index),
-   * pipelined to each master for the slots it serves.
+   * The first `count` (default all) listed names under `prefix` and after
+   * `after`, in byte order: one ZRANGEBYLEX on a single Redis; on a Cluster
+   * one per slot (each slot has its own index, and each gives its first
+   * `count`, so the first `count` of them all are the index's), pipelined to
+   * each master for the slots it serves.
    */
-  private async listed(prefix: string, after?: string): Promise<Set<string>> {
+  private async listed(prefix: string, after?: string, count?: number): Promise<string[]> {
     // "(" after the cursor, "[" from the prefix; 0xff never occurs in UTF-8, so "<prefix>\xff" bounds the prefix.
     const min = after !== undefined && compareNames(after, prefix) >= 0 ? `(${after}` : `[${prefix}`
     const max = prefix === '' ? '+' : Buffer.concat([Buffer.from(`(${prefix}`), Buffer.from([0xff])])
+    const range = count === undefined ? [min, max] as const : [min, max, 'LIMIT', 0, count] as const
     const names = new Set<string>()
     const add = (found: unknown): void => {
       for (const name of found as string[]) names.add(name)
     }
     try {
       if (!('nodes' in this.client)) {
-        add(await this.client.zrangebylex(listedKey(this.target.keyPrefix), min, max))
-        return names
+        add(await this.client.zrangebylex(listedKey(this.target.keyPrefix), ...(range as unknown as [string, string])))
+      } else {
+        await this.fromEverySlot(this.client, range, add)
       }
-      const cluster = this.client
-      await Promise.all(cluster.nodes('master').map(async (node) => {
-        const slots: number[] = []
-        const nodeKey = `${node.options.host}:${node.options.port}`
-        cluster.slots.forEach((keys, slot) => {
-          if (keys?.[0] === nodeKey) slots.push(slot)
-        })
-        if (slots.length === 0) return
-        const pipeline = node.pipeline()
-        for (const slot of slots) pipeline.zrangebylex(listedKey(this.target.keyPrefix, slot), min, max)
-        const replies = (await pipeline.exec()) ?? []
-        await Promise.all(replies.map(async ([error, found], i) => {
-          // A slot that moved meanwhile: asked again through the cluster client, which follows it.
-          add(error ? await cluster.zrangebylex(listedKey(this.target.keyPrefix, slots[i]!), min, max) : found)
-        }))
-      }))
     } catch (cause) {
       throw backendUnavailable(`redis store at ${this.target.display}`, cause)
     }
-    return names
+    const sorted = namesOfPage(names, prefix, after === undefined ? undefined : { after })
+    return count === undefined ? sorted : sorted.slice(0, count)
+  }
+
+  /** Every slot's index read on the master that serves it, its replies handed to `add`. */
+  private async fromEverySlot(cluster: Cluster, range: readonly (string | number | Buffer)[], add: (found: unknown) => void): Promise<void> {
+    const args = range as unknown as [string, string]
+    await Promise.all(cluster.nodes('master').map(async (node) => {
+      const slots: number[] = []
+      const nodeKey = `${node.options.host}:${node.options.port}`
+      cluster.slots.forEach((keys, slot) => {
+        if (keys?.[0] === nodeKey) slots.push(slot)
+      })
+      if (slots.length === 0) return
+      const pipeline = node.pipeline()
+      for (const slot of slots) pipeline.zrangebylex(listedKey(this.target.keyPrefix, slot), ...args)
+      const replies = (await pipeline.exec()) ?? []
+      await Promise.all(replies.map(async ([error, found], i) => {
+        // A slot that moved meanwhile: asked again through the cluster client, which follows it.
+        add(error ? await cluster.zrangebylex(listedKey(this.target.keyPrefix, slots[i]!), ...args) : found)
+      }))
+    }))
   }
 }

@@ -49,12 +49,6 @@
 
 local K = { x = X, h = base .. 'h', d = base .. 'd', t = base .. 't', q = base .. 'q', qi = base .. 'qi', o = base .. 'o' }
 
-local function parseMember(member)
-  local owner, spec, token, delay = string.match(member, '^([^|]*)|(%a%d*[%*%d]*f?)|(%d+)|(%d+)$')
-  if not owner then foreign('hold "' .. string.sub(member, 1, 40) .. '"') end
-  return owner, spec, token, tonumber(delay)
-end
-
 local function modeOf(spec)
   return string.sub(spec, 1, 1)
 end
@@ -136,16 +130,6 @@ end
 -- observes the name (K.o), so a plain mutex's holder is followed too.
 local function noticeWanted(note)
   return carriesValue(note) or redis.call('EXISTS', K.o) == 1
-end
-
--- The hold key's value while held: member, flag, since, description; or nil.
--- A bare member is a hold of the previous layout (a client not yet
--- upgraded): a hold all the same, with flag "old" (never rewritten here).
-local function parseHeld(value)
-  local member, flag, since, description = string.match(value, '^([^|]*|%a%d*f?|%d+|%d+)|([-s])|(%d*)|(.*)$')
-  if member then return member, flag, since, description end
-  if string.match(value, '^[^|]*|%a%d*f?|%d+|%d+$') then return value, 'old', '', '' end
-  return nil
 end
 
 -- The hold key's value, read once per script (nil when missing) and kept
