@@ -108,23 +108,36 @@ export class Inspector {
     return count === undefined ? sorted : sorted.slice(0, count)
   }
 
-  /** Every slot's index read on the master that serves it, its replies handed to `add`. */
+  /**
+   * Every slot's index read on the master that serves it (one pipeline per
+   * master), its replies handed to `add`. A slot whose master this client
+   * has no connection to yet (its map of slots being refreshed), or that
+   * moved meanwhile, is read through the cluster client, which follows it.
+   */
   private async fromEverySlot(cluster: Cluster, range: readonly (string | number | Buffer)[], add: (found: unknown) => void): Promise<void> {
     const args = range as unknown as [string, string]
-    await Promise.all(cluster.nodes('master').map(async (node) => {
-      const slots: number[] = []
-      const nodeKey = `${node.options.host}:${node.options.port}`
-      cluster.slots.forEach((keys, slot) => {
-        if (keys?.[0] === nodeKey) slots.push(slot)
-      })
-      if (slots.length === 0) return
-      const pipeline = node.pipeline()
-      for (const slot of slots) pipeline.zrangebylex(listedKey(this.target.keyPrefix, slot), ...args)
-      const replies = (await pipeline.exec()) ?? []
-      await Promise.all(replies.map(async ([error, found], i) => {
-        // A slot that moved meanwhile: asked again through the cluster client, which follows it.
-        add(error ? await cluster.zrangebylex(listedKey(this.target.keyPrefix, slots[i]!), ...args) : found)
-      }))
-    }))
+    const key = (slot: number): string => listedKey(this.target.keyPrefix, slot)
+    const masters = new Map(cluster.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]))
+    const bySlotsNode = new Map<string, number[]>()
+    const elsewhere: number[] = []
+    for (let slot = 0; slot < 16384; slot++) {
+      const nodeKey = cluster.slots[slot]?.[0]
+      if (nodeKey === undefined || !masters.has(nodeKey)) elsewhere.push(slot)
+      else if (bySlotsNode.has(nodeKey)) bySlotsNode.get(nodeKey)!.push(slot)
+      else bySlotsNode.set(nodeKey, [slot])
+    }
+    const followed = async (slot: number): Promise<void> => add(await cluster.zrangebylex(key(slot), ...args))
+    await Promise.all([
+      ...[...bySlotsNode].map(async ([nodeKey, slots]) => {
+        const pipeline = masters.get(nodeKey)!.pipeline()
+        for (const slot of slots) pipeline.zrangebylex(key(slot), ...args)
+        const replies = (await pipeline.exec()) ?? []
+        await Promise.all(slots.map((slot, i) => {
+          const [error, found] = replies[i] ?? [new Error('no reply'), null]
+          return error ? followed(slot) : add(found)
+        }))
+      }),
+      ...elsewhere.map(followed),
+    ])
   }
 }
