@@ -7,12 +7,13 @@
  *
  * With a Redis URL as argument it also does the least a lock on Redis must
  * do per request (context for the Redis figure, not the bound): the POST
- * takes `SET name value NX PX 10000`, the DELETE a Lua compare-and-delete,
+ * takes `SET name value NX PX 10000`, the DELETE a Lua compare-and-delete (plain EVALSHA),
  * on one ioredis connection; the lease id carries the name and the value.
  */
 import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { Redis } from 'ioredis'
+import { compareAndDelete, loadCompareAndDelete } from './raw-redis.js'
 
 const CONTENT_TYPE = 'application/json; charset=utf-8'
 const RELEASED = JSON.stringify({ released: true })
@@ -26,21 +27,17 @@ function answer(response: ServerResponse, body: string, status = 200): void {
   response.end(body)
 }
 
-type RawRedis = Redis & { compareAndDelete(key: string, value: string): Promise<number> }
 const redisUrl = process.argv[2]
-let redis: RawRedis | undefined
+let redis: Redis | undefined
 if (redisUrl) {
-  redis = new Redis(redisUrl) as RawRedis
-  redis.defineCommand('compareAndDelete', {
-    numberOfKeys: 1,
-    lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-  })
+  redis = new Redis(redisUrl)
+  await loadCompareAndDelete(redis)
 }
 const ACQUIRE = /^\/v1\/locks\/([^/]+)\/acquire$/
 const LEASE = /^\/v1\/leases\/([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)$/
 
 /** The raw-Redis form: one SET NX PX or one compare-and-delete per request. */
-async function withRedis(client: RawRedis, request: IncomingMessage, response: ServerResponse): Promise<void> {
+async function withRedis(client: Redis, request: IncomingMessage, response: ServerResponse): Promise<void> {
   const url = request.url ?? ''
   const acquire = request.method === 'POST' ? ACQUIRE.exec(url) : null
   if (acquire) {
@@ -52,7 +49,7 @@ async function withRedis(client: RawRedis, request: IncomingMessage, response: S
   }
   const lease = request.method === 'DELETE' ? LEASE.exec(url) : null
   if (lease) {
-    const released = await client.compareAndDelete(`raw:${Buffer.from(lease[1]!, 'base64url').toString()}`, lease[2]!)
+    const released = await compareAndDelete(client, `raw:${Buffer.from(lease[1]!, 'base64url').toString()}`, lease[2]!)
     return answer(response, JSON.stringify({ released: released === 1 }))
   }
   answer(response, '{"error":{"code":"NOT_FOUND"}}', 404)

@@ -112,7 +112,7 @@ async function main(): Promise<number> {
     '',
     `Peers: redlock ${packageVersion('redlock')}, @sesamecare-oss/redlock ${packageVersion('@sesamecare-oss/redlock')}, `
     + `redis-semaphore ${packageVersion('redis-semaphore')}, async-mutex ${packageVersion('async-mutex')}, ioredis ${packageVersion('ioredis')}. `
-    + 'Baseline "raw": ioredis SET key value NX PX ttl + Lua compare-and-delete (EVALSHA). '
+    + 'Baseline "raw": ioredis SET key value NX PX ttl + Lua compare-and-delete by plain EVALSHA (bench/raw-redis.ts). '
     + 'baton: `connect(url)`, `baton.mutex(key, { ttl: \'10s\' })` made once per key, `.acquire({ wait: \'30s\' })`, `lease.release()`.',
   ].join('\n')
   const summaryTable = [

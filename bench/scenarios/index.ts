@@ -7,6 +7,7 @@ import { election } from './election.js'
 import { fairCommands } from './fair-commands.js'
 import { fairHandoff } from './fair-handoff.js'
 import { handoff } from './handoff.js'
+import { listing } from './listing.js'
 import { memoryStore } from './memory-store.js'
 import { memory } from './memory.js'
 import { multi } from './multi.js'
@@ -32,5 +33,5 @@ export const scenarios: readonly Scenario[] = [
   pgUncontended, pgHandoff, pgStatements,
   mysqlUncontended, mysqlHandoff,
   ...consensusScenarios, server, redlockScenario, cliStartup, dashboard,
-  election, otel, replicasScenario,
+  election, otel, replicasScenario, listing,
 ]

@@ -252,10 +252,8 @@ describe('redis: values baton did not write', () => {
       const seen = await baton.inspect(name).catch((e: unknown) => e)
       assert.ok(isBatonError(seen, 'INVALID_ARGUMENT'), `inspect with a foreign :${suffix}: ${String(seen)}`)
       assert.match(seen.message, /did not write/)
-      // list() finds names by their hold and line keys; a lone counter lists nothing.
-      const listed = await baton.list({ prefix: name }).catch((e: unknown) => e)
-      if (suffix === 't') assert.deepEqual(listed, [])
-      else assert.ok(isBatonError(listed, 'INVALID_ARGUMENT'), `list with a foreign :${suffix}: ${String(listed)}`)
+      // list() reads the index of names in use, which only baton's scripts fill: another program's keys list nothing.
+      assert.deepEqual(await baton.list({ prefix: name }), [])
       const taken = await baton.mutex(name).acquire({ wait: ms(200) }).catch((e: unknown) => e)
       assert.ok(isBatonError(taken, 'INVALID_ARGUMENT'), `acquire with a foreign :${suffix}: ${String(taken)}`)
       assert.equal(await baton.forceRelease(name), true)

@@ -14,6 +14,8 @@ import type { Driver } from '../../src/core/driver.js'
 import { startRedlock } from '../harness/redlock.js'
 import { attemptOf as request, driverOnRedis, type DriverOnRedis } from '../harness/redis-driver.js'
 import { stopAll } from '../harness/servers.js'
+import { ms } from '../harness/timing.js'
+import { sleep, withTimeout } from '../conformance/context.js'
 
 let fixture: DriverOnRedis
 let raw: Redis
@@ -117,6 +119,12 @@ describe('redis: the hold key', () => {
   })
 })
 
+async function waitUntil(check: () => Promise<boolean>): Promise<void> {
+  await withTimeout((async () => {
+    while (!(await check())) await sleep(20)
+  })(), ms(10_000), 'a condition')
+}
+
 describe('redis: listing', () => {
   it('a name whose hold key keeps only the counter is not listed (nor inspected)', async () => {
     const idle = fresh('list/idle')
@@ -127,6 +135,42 @@ describe('redis: listing', () => {
     assert.ok(names.includes(held), names.join(' '))
     assert.ok(!names.includes(idle), names.join(' '))
     await lease.release()
+  })
+
+  it('lists from the index of names in use: held, shared and waited-for names, not idle or expired ones; pages are stable', async () => {
+    const root = fresh('index') + '/'
+    const index = (): Promise<string[]> => raw.zrangebylex('baton:names', `[${root}`, `(${root}~`)
+    const held = [`${root}a`, `${root}c`, `${root}e`, `${root}g`]
+    const leases = await Promise.all(held.map((name) => baton.mutex(name).acquire()))
+    const reader = await baton.rwlock(`${root}b`).read().acquire()
+    const permit = await baton.semaphore(`${root}d`, { permits: 2 }).acquire()
+    // Released: idle, its counter kept in the hold key, and out of the index at once.
+    await (await baton.mutex(`${root}f`).acquire()).release()
+    // A holder that died: a short hold taken by the driver alone (no renewal), never released.
+    await driver.acquire(request(`${root}h`, 'layouttest.dead', { ttlMs: ms(100) }))
+    assert.deepEqual(await index(), [`${root}a`, `${root}b`, `${root}c`, `${root}d`, `${root}e`, `${root}g`, `${root}h`])
+    await waitUntil(async () => (await raw.exists(`baton:{${root}h}:x`)) === 0)
+
+    const want = [`${root}a`, `${root}b`, `${root}c`, `${root}d`, `${root}e`, `${root}g`]
+    assert.deepEqual((await baton.list({ prefix: root })).map((info) => info.name), want)
+    // The expired name was found idle and dropped from the index on the way.
+    assert.equal(await raw.zscore('baton:names', `${root}h`), null)
+    // Pages of 2 from the cursor give the same names, once each, in order.
+    const paged: string[] = []
+    for (let after: string | undefined; ;) {
+      const page = await baton.list({ prefix: root, limit: 2, ...(after === undefined ? {} : { after }) })
+      if (page.length === 0) break
+      paged.push(...page.map((info) => info.name))
+      after = page.at(-1)!.name
+    }
+    assert.deepEqual(paged, want)
+    // A waiter keeps a name listed while it is held; released all, nothing is left in the index.
+    const waiting = baton.mutex(`${root}a`).acquire({ wait: ms(10_000) })
+    await waitUntil(async () => (await baton.inspect(`${root}a`))?.waiters.length === 1)
+    for (const lease of [...leases, reader, permit]) await lease.release()
+    await (await waiting).release()
+    assert.deepEqual(await index(), [])
+    assert.deepEqual(await baton.list({ prefix: root }), [])
   })
 })
 

@@ -1,16 +1,18 @@
 import type { HolderSummary, ListPage, LockInfo, WaiterSummary } from '../../core/driver.js'
-import { inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
+import { compareNames, inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { backendUnavailable } from '../../core/errors.js'
 import { weightField } from '../../core/compat.js'
+import type { Cluster } from 'ioredis'
 import type { RedisClient, RedisTarget } from './connection.js'
-import { nameOfKey, scanPattern } from './keys.js'
-import { described, FREE_HOLD_KEY, LETTER_KIND, LETTER_MODE, parseHolder, weightInSpec } from './members.js'
+import { listedKey } from './keys.js'
+import { described, LETTER_KIND, LETTER_MODE, parseHolder, weightInSpec } from './members.js'
 import type { NameScripts } from './name-scripts.js'
 
 /**
  * What the operator reads: one name's holders and line (inspect.lua), the
- * names in use (SCAN on every master) and the paged list. Read-only, so
- * apart from the calls that change holds.
+ * names in use (the index the scripts keep) and the paged list. Apart from
+ * the calls that change holds: they only read, but for list dropping the
+ * names it finds idle from the index.
  */
 export class Inspector {
   constructor(private readonly scripts: NameScripts, private readonly client: RedisClient, private readonly target: RedisTarget) {}
@@ -45,53 +47,97 @@ export class Inspector {
   }
 
   /**
-   * SCAN is unordered and has no range, so a page can not be read in order
-   * from Redis: the names under the prefix are collected with SCAN (key names
-   * only, cheap), sorted here, and only the page's names are inspected, in
-   * order, until the page is full. A page of 50 of 10,000 locks is then one
-   * SCAN pass and about 50 inspects, instead of 10,000 inspects.
+   * The index of names in use (keys.ts listedKey) is read in byte order
+   * from the page's cursor on, a page's worth (and a little more) at a time,
+   * so a page costs its own names and about as many inspects, however many
+   * names are in use or idle. The index is a superset: a name found idle (a
+   * holder that died, never released) is dropped from it on the way
+   * (unlist.lua), and the next names are read in its place.
    */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
-    const names = namesOfPage(await this.names(prefix), prefix, page)
-    yield* inspectInOrder(names, limitOf(page), (name) => this.inspect(name))
+    let left = limitOf(page)
+    const count = left === Infinity ? undefined : left + 16
+    for (let after = page?.after; ;) {
+      const names = await this.listed(prefix, after, count)
+      for await (const info of inspectInOrder(names, left, (name) => this.inspectOrUnlist(name))) {
+        yield info
+        left--
+      }
+      if (left <= 0 || count === undefined || names.length < count) return
+      after = names.at(-1)
+    }
   }
 
-  /** Names with keys under `prefix` (in use or not), unordered, by SCAN on every master. */
+  private async inspectOrUnlist(name: string): Promise<LockInfo | null> {
+    const info = await this.inspect(name)
+    if (!info) await this.scripts.call('unlist', name, [])
+    return info
+  }
+
+  /** Names in use under `prefix` (maybe some gone idle since), from the index of names in use. */
   async names(prefix: string): Promise<Set<string>> {
+    return new Set(await this.listed(prefix))
+  }
+
+  /**
+   * The first `count` (default all) listed names under `prefix` and after
+   * `after`, in byte order: one ZRANGEBYLEX on a single Redis; on a Cluster
+   * one per slot (each slot has its own index, and each gives its first
+   * `count`, so the first `count` of them all are the index's), pipelined to
+   * each master for the slots it serves.
+   */
+  private async listed(prefix: string, after?: string, count?: number): Promise<string[]> {
+    // "(" after the cursor, "[" from the prefix; 0xff never occurs in UTF-8, so "<prefix>\xff" bounds the prefix.
+    const min = after !== undefined && compareNames(after, prefix) >= 0 ? `(${after}` : `[${prefix}`
+    const max = prefix === '' ? '+' : Buffer.concat([Buffer.from(`(${prefix}`), Buffer.from([0xff])])
+    const range = count === undefined ? [min, max] as const : [min, max, 'LIMIT', 0, count] as const
     const names = new Set<string>()
-    const nodes = 'nodes' in this.client ? this.client.nodes('master') : [this.client]
+    const add = (found: unknown): void => {
+      for (const name of found as string[]) names.add(name)
+    }
     try {
-      for (const node of nodes) {
-        let cursor = '0'
-        do {
-          const [next, keys] = await node.scan(cursor, 'MATCH', scanPattern(this.target.keyPrefix, prefix), 'COUNT', 1000)
-          cursor = next
-          // A name whose only key is its hold key may be idle: the key then
-          // keeps just the fencing counter (for fenceTtl) and lists nothing.
-          // Those are read in one pipeline, so idle names are not inspected.
-          const holdOnly = new Map<string, string>()
-          for (const key of keys) {
-            const name = nameOfKey(this.target.keyPrefix, key)
-            if (name === undefined || names.has(name)) continue
-            if (key.endsWith('}:x')) holdOnly.set(name, key)
-            else names.add(name)
-          }
-          for (const name of names) holdOnly.delete(name)
-          if (holdOnly.size > 0) {
-            const pipeline = node.pipeline()
-            for (const key of holdOnly.values()) pipeline.get(key)
-            const values = (await pipeline.exec()) ?? []
-            let i = 0
-            for (const name of holdOnly.keys()) {
-              const [error, value] = values[i++] ?? [null, null]
-              if (error || (typeof value === 'string' && !FREE_HOLD_KEY.test(value))) names.add(name)
-            }
-          }
-        } while (cursor !== '0')
+      if (!('nodes' in this.client)) {
+        add(await this.client.zrangebylex(listedKey(this.target.keyPrefix), ...(range as unknown as [string, string])))
+      } else {
+        await this.fromEverySlot(this.client, range, add)
       }
     } catch (cause) {
       throw backendUnavailable(`redis store at ${this.target.display}`, cause)
     }
-    return names
+    const sorted = namesOfPage(names, prefix, after === undefined ? undefined : { after })
+    return count === undefined ? sorted : sorted.slice(0, count)
+  }
+
+  /**
+   * Every slot's index read on the master that serves it (one pipeline per
+   * master), its replies handed to `add`. A slot whose master this client
+   * has no connection to yet (its map of slots being refreshed), or that
+   * moved meanwhile, is read through the cluster client, which follows it.
+   */
+  private async fromEverySlot(cluster: Cluster, range: readonly (string | number | Buffer)[], add: (found: unknown) => void): Promise<void> {
+    const args = range as unknown as [string, string]
+    const key = (slot: number): string => listedKey(this.target.keyPrefix, slot)
+    const masters = new Map(cluster.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]))
+    const bySlotsNode = new Map<string, number[]>()
+    const elsewhere: number[] = []
+    for (let slot = 0; slot < 16384; slot++) {
+      const nodeKey = cluster.slots[slot]?.[0]
+      if (nodeKey === undefined || !masters.has(nodeKey)) elsewhere.push(slot)
+      else if (bySlotsNode.has(nodeKey)) bySlotsNode.get(nodeKey)!.push(slot)
+      else bySlotsNode.set(nodeKey, [slot])
+    }
+    const followed = async (slot: number): Promise<void> => add(await cluster.zrangebylex(key(slot), ...args))
+    await Promise.all([
+      ...[...bySlotsNode].map(async ([nodeKey, slots]) => {
+        const pipeline = masters.get(nodeKey)!.pipeline()
+        for (const slot of slots) pipeline.zrangebylex(key(slot), ...args)
+        const replies = (await pipeline.exec()) ?? []
+        await Promise.all(slots.map((slot, i) => {
+          const [error, found] = replies[i] ?? [new Error('no reply'), null]
+          return error ? followed(slot) : add(found)
+        }))
+      }),
+      ...elsewhere.map(followed),
+    ])
   }
 }

@@ -21,6 +21,21 @@ export function baseKey(prefix: string, name: string): string {
  */
 export const NAME_KEY_SUFFIXES = ['x', 'h', 'd', 't', 'q', 'qi', 'o', 'rq', 'rqi'] as const
 
+/**
+ * The index of the names in use (scripts/keys.lua LISTED), which list reads
+ * instead of scanning every idle name: one sorted set on a single Redis;
+ * on a Cluster one per slot, in that slot (a script touches only its
+ * name's slot), named by the slot's tag.
+ */
+export function listedKey(prefix: string, slot?: number): string {
+  return slot === undefined ? `${prefix}:names` : `${prefix}:{${slotTag(slot)}}:names`
+}
+
+/** On a Cluster, the index key a script on the name of `base` (baseKey) declares: the one of its slot. */
+export function listedKeyOfBase(base: string): string {
+  return listedKey(base.slice(0, base.indexOf(':{')), calculateSlot(base))
+}
+
 /** The hold key of a name: the exclusive hold, or the fencing counter while free (scripts/basics.lua). */
 export function holdKey(prefix: string, name: string): string {
   return `${baseKey(prefix, name)}x`
@@ -33,19 +48,6 @@ export function holdKey(prefix: string, name: string): string {
 export function redlockLineKeys(prefix: string, name: string): { line: string; lineInfo: string } {
   const base = baseKey(prefix, name)
   return { line: `${base}rq`, lineInfo: `${base}rqi` }
-}
-
-/** SCAN pattern for the hold and line keys of names starting with `namePrefix`. */
-export function scanPattern(prefix: string, namePrefix: string): string {
-  return `${escapeGlob(prefix)}:{${escapeGlob(namePrefix)}*}:[hqx]`
-}
-
-/** The lock name inside a holders/line key, or undefined for other keys. */
-export function nameOfKey(prefix: string, key: string): string | undefined {
-  const start = `${prefix}:{`
-  if (!key.startsWith(start)) return undefined
-  const end = key.lastIndexOf('}:')
-  return end > start.length ? key.slice(start.length, end) : undefined
 }
 
 /** The pub/sub channel on which the store wakes one client's waiters (prefix + client id). */
@@ -86,8 +88,4 @@ export function slotOfName(name: string): number {
  */
 export function shardedWakeChannelPrefix(prefix: string, slot: number): string {
   return `${prefix}:wake:{${slotTag(slot)}}:`
-}
-
-function escapeGlob(text: string): string {
-  return text.replace(/[*?[\]\\]/g, '\\$&')
 }

@@ -34,9 +34,6 @@ export function memberOf(hold: HoldRef): string {
   return `${hold.owner}|${specOf(hold)}|${hold.token}|${hold.lockDelayMs}`
 }
 
-/** The hold key of a name nobody holds: only the fencing counter (scripts/basics.lua). */
-export const FREE_HOLD_KEY = /^\d+\|[-s]$/
-
 /**
  * What the store keeps as a hold's or line entry's note: the description,
  * and for a leader election's candidate "\0" and its value (the scripts

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { Command, type Cluster, type Redis } from 'ioredis'
-import { NAME_KEY_SUFFIXES } from './keys.js'
+import { listedKeyOfBase, NAME_KEY_SUFFIXES } from './keys.js'
 import { luaSource, scriptPath } from './lua-source.js'
 
 export { scriptPath }
@@ -30,6 +30,7 @@ export const SCRIPTS = {
   // Used by the Redlock driver, which runs the scripts above on each of its nodes.
   redlockLine: { file: 'redlock-line', numberOfKeys: 1 },
   raiseToken: { file: 'raise-token', numberOfKeys: 1 },
+  unlist: { file: 'unlist', numberOfKeys: 1 },
 } as const satisfies Record<string, ScriptSpec>
 
 export type ScriptName = keyof typeof SCRIPTS
@@ -332,10 +333,11 @@ export class Scripts {
  * the call while it has them all, answer TRYAGAIN while it has some, and
  * send it on only when none is left; the importing node answers TRYAGAIN
  * until the move ends (the base is missing there too). ioredis retries both
- * (retryDelayOnTryAgain, maxRedirections). A single Redis has no slots to
- * move: it keeps one short key per call.
+ * (retryDelayOnTryAgain, maxRedirections). The slot's index of names in use
+ * (keys.ts listedKey) is declared last: the scripts read it there. A single
+ * Redis has no slots to move: it keeps one short key per call.
  */
 function clusterArgs(body: string, argv: readonly (string | number)[]): unknown[] {
   const base = String(argv[0])
-  return [body, 1 + NAME_KEY_SUFFIXES.length, base, NAME_KEY_SUFFIXES.map((suffix) => base + suffix), argv.slice(1)]
+  return [body, 2 + NAME_KEY_SUFFIXES.length, base, NAME_KEY_SUFFIXES.map((suffix) => base + suffix), listedKeyOfBase(base), argv.slice(1)]
 }

@@ -58,6 +58,7 @@ if exclusive then
     end
     redis.call('SET', X, ARGV[1] .. '|' .. ARGV[2] .. '|' .. token .. '|' .. ARGV[4] .. '|-|' .. string.sub(us, 1, -4) .. '|' .. (ARGV[7] or ''),
       'PX', ARGV[4] == '0' and ARGV[3] or ARGV[3] + ARGV[4])
+    redis.call('ZADD', LISTED, 0, NAME)
     -- A leader elected (its note carries a value): tell the name's observers (basics.lua).
     if ARGV[7] and string.find(ARGV[7], '\0', 1, true) then
       local channelPrefix = string.match(ARGV[6], '^[01]|%d+|%d+|(.*)$')
@@ -105,6 +106,7 @@ if not exclusive then
       redis.call('HSET', K.d, owner, int(now) .. '|' .. (description or ''))
       if redis.call('PTTL', K.d) < ttl + delay then redis.call('PEXPIRE', K.d, ttl + delay) end
       writeHoldKey(int(token) .. '|s', 'PX', math.max(fenceTtl, ttl + delay, redis.call('PTTL', X)))
+      redis.call('ZADD', LISTED, 0, NAME)
       return {1, token, ttl}
     end
   end
@@ -112,7 +114,7 @@ end
 
 --- @include "lib"
 
-local name = string.match(base, '{(.*)}:$')
+local name = NAME
 local us, now = clock()
 -- Shared holds never sit beside an exclusive one: nothing to prune then.
 if not readHoldKey() then prune(K.h, now) end

@@ -49,12 +49,6 @@
 
 local K = { x = X, h = base .. 'h', d = base .. 'd', t = base .. 't', q = base .. 'q', qi = base .. 'qi', o = base .. 'o' }
 
-local function parseMember(member)
-  local owner, spec, token, delay = string.match(member, '^([^|]*)|(%a%d*[%*%d]*f?)|(%d+)|(%d+)$')
-  if not owner then foreign('hold "' .. string.sub(member, 1, 40) .. '"') end
-  return owner, spec, token, tonumber(delay)
-end
-
 local function modeOf(spec)
   return string.sub(spec, 1, 1)
 end
@@ -138,16 +132,6 @@ local function noticeWanted(note)
   return carriesValue(note) or redis.call('EXISTS', K.o) == 1
 end
 
--- The hold key's value while held: member, flag, since, description; or nil.
--- A bare member is a hold of the previous layout (a client not yet
--- upgraded): a hold all the same, with flag "old" (never rewritten here).
-local function parseHeld(value)
-  local member, flag, since, description = string.match(value, '^([^|]*|%a%d*f?|%d+|%d+)|([-s])|(%d*)|(.*)$')
-  if member then return member, flag, since, description end
-  if string.match(value, '^[^|]*|%a%d*f?|%d+|%d+$') then return value, 'old', '', '' end
-  return nil
-end
-
 -- The hold key's value, read once per script (nil when missing) and kept
 -- in step by writeHoldKey: a slow path looks at it many times.
 -- `freeTtl`: the hold was freed (freeHoldKey) and that write is still to
@@ -224,11 +208,20 @@ end
 -- script that may have created or removed one of them calls it last.
 -- `busy`: the caller knows one of them may exist (it just joined the line,
 -- or handed the name to the line's head): "s" without a look.
+-- It also keeps the name in the index of names in use (keys.lua LISTED)
+-- while it is held or has shared holds or a line, and out of it once idle.
 local function settle(busy)
   local value = holdKeyValue()
+  local member, flag, since, description
+  if value then member, flag, since, description = parseHeld(value) end
+  local others = busy or redis.call('EXISTS', K.h, K.q) > 0
+  if others or member then
+    redis.call('ZADD', LISTED, 0, NAME)
+  else
+    redis.call('ZREM', LISTED, NAME)
+  end
   if not value then return end
-  local want = (busy or redis.call('EXISTS', K.h, K.q, K.t, K.o) > 0) and 's' or '-'
-  local member, flag, since, description = parseHeld(value)
+  local want = (others or redis.call('EXISTS', K.t, K.o) > 0) and 's' or '-'
   if member then
     if flag ~= want and flag ~= 'old' then writeHoldKey(heldValue(member, want, since, description), 'KEEPTTL') end
     return

@@ -22,6 +22,8 @@ if isExclusive(mode) then
   if value and string.sub(value, 1, #member + 1) == member .. '|' then
     if redis.call('PTTL', X) <= delay then return 0 end
     redis.call('PEXPIRE', X, ttl + delay)
+    -- Listed again should a hold predate the index (a client before it).
+    redis.call('ZADD', LISTED, 0, NAME)
     return ttl
   end
   if mode ~= 'w' then return 0 end
@@ -31,4 +33,5 @@ local _, now = clock()
 local score = redis.call('ZSCORE', K.h, member)
 if not score or tonumber(score) - delay <= now then return 0 end
 renewShared(K.h, member, now, ttl, delay)
+redis.call('ZADD', LISTED, 0, NAME)
 return ttl

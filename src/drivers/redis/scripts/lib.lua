@@ -155,13 +155,6 @@ local function writerWaiting()
   return tonumber(redis.call('HGET', K.qi, '~w') or '0') > 0
 end
 
--- spec, ttl, delay, staleAt, since, description of a line entry.
-local function parseLineInfo(info)
-  local spec, ttl, delay, staleAt, since, description =
-    string.match(info or '', '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
-  return spec, tonumber(ttl), tonumber(delay), tonumber(staleAt), since, description
-end
-
 -- Drops stale heads (their owner stopped refreshing); the live head or nil.
 local function liveHead(now)
   while true do

@@ -37,6 +37,7 @@ if ARGV[8] then
   seen, floor = seen[1], seen[2]
   if seen and string.sub(seen, 1, #member + 2) == member .. '|-' then
     redis.call('SET', X, ARGV[8], 'PX', ARGV[3])
+    redis.call('ZREM', LISTED, NAME)
     -- A leader resigned (its note carries a value): tell the name's observers (basics.lua).
     if string.find(seen, '\0', 1, true) then
       local command = string.find(ARGV[4], '{', 1, true) and 'SPUBLISH' or 'PUBLISH'
@@ -78,7 +79,11 @@ if mode == 'r' or mode == 'p' then
   if released == 1 then redis.call('HDEL', K.d, owner) end
   -- A guessed token that missed goes on to the owner lookup below: else a
   -- Redlock node whose vote came late keeps a read hold nobody ends.
-  if redis.call('EXISTS', K.q) == 0 and (released == 1 or ARGV[5] ~= '1') and not (tellOwner and released == 1) then return released end
+  if redis.call('EXISTS', K.q) == 0 and (released == 1 or ARGV[5] ~= '1') and not (tellOwner and released == 1) then
+    -- The last shared hold gone, and nobody waits: the name is idle.
+    if released == 1 and redis.call('EXISTS', K.h) == 0 then redis.call('ZREM', LISTED, NAME) end
+    return released
+  end
 end
 
 --- @include "lib"

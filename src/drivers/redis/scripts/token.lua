@@ -1,6 +1,7 @@
 --[[
   The helpers every path past the fast ones needs: the store clock, token
-  arithmetic, the hold key's value formats (see basics.lua).
+  arithmetic, the formats of the hold key's value, members and line entries
+  (see basics.lua). inspect.lua needs only these.
 ]]
 
 -- A key of a name holds something baton did not write: the client turns
@@ -49,4 +50,28 @@ end
 
 local function memberOf(owner, spec, token, delay)
   return owner .. '|' .. spec .. '|' .. int(token) .. '|' .. int(delay)
+end
+
+-- A member "<owner>|<spec>|<token>|<lockDelayMs>" (basics.lua): its parts.
+local function parseMember(member)
+  local owner, spec, token, delay = string.match(member, '^([^|]*)|(%a%d*[%*%d]*f?)|(%d+)|(%d+)$')
+  if not owner then foreign('hold "' .. string.sub(member, 1, 40) .. '"') end
+  return owner, spec, token, tonumber(delay)
+end
+
+-- The hold key's value while held: member, flag, since, description; or nil.
+-- A bare member is a hold of the previous layout (a client not yet
+-- upgraded): a hold all the same, with flag "old" (never rewritten here).
+local function parseHeld(value)
+  local member, flag, since, description = string.match(value, '^([^|]*|%a%d*f?|%d+|%d+)|([-s])|(%d*)|(.*)$')
+  if member then return member, flag, since, description end
+  if string.match(value, '^[^|]*|%a%d*f?|%d+|%d+$') then return value, 'old', '', '' end
+  return nil
+end
+
+-- spec, ttl, delay, staleAt, since, description of a line entry.
+local function parseLineInfo(info)
+  local spec, ttl, delay, staleAt, since, description =
+    string.match(info or '', '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+  return spec, tonumber(ttl), tonumber(delay), tonumber(staleAt), since, description
 end
