@@ -12,7 +12,7 @@ import {
   waiterSummaryOf, waitersIn, type LineEntry,
 } from '../sequenced/line.js'
 import { busyIn, newSlot, Slots, STILL_REMOVING, type Slot, type SlotStore } from '../sequenced/slots.js'
-import { etcdDiagnosis, etcdTarget, openEtcd, type EtcdTarget } from './connection.js'
+import { etcdDiagnosis, etcdTarget, openEtcd, WatchReconnects, type EtcdTarget } from './connection.js'
 
 const CAPABILITIES: Capabilities = {
   // Lock delay: an expired hold's key moves to a lease of the delay; a crashed client's lease outlives its holds by it.
@@ -183,6 +183,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
     private readonly target: EtcdTarget,
     private readonly clientId: string,
     private idleWatcher: Watcher,
+    private readonly reconnects: WatchReconnects,
   ) {
     this.watchers.add(idleWatcher)
     this.keepIdle(idleWatcher)
@@ -529,6 +530,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
       new Promise((resolve) => (timer = setTimeout(resolve, this.target.commandTimeoutMs))),
     ])
     clearTimeout(timer)
+    this.reconnects.close()
     this.client.close()
     // etcd3 re-opens its watch stream, forever and on a timer, while any
     // watcher is attached, even to a closed client: one whose cancel etcd
@@ -778,7 +780,7 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
 
   /**
    * The name's watch, within the command timeout: etcd3 re-opens a broken
-   * watch stream with a backoff of up to 30 s and has no deadline for it.
+   * watch stream with a backoff (WatchReconnects) and has no deadline for it.
    * A watch that comes late stays for the next attempt, or goes after the
    * usual linger when nobody uses it.
    */
@@ -927,12 +929,14 @@ function prefixEnd(prefix: string): Buffer {
 
 export const createEtcdDriver: DriverFactory = async (url: StoreUrl, options: DriverOptions) => {
   const target = etcdTarget(url, options)
-  const client = await openEtcd(target, options.connectTimeoutMs)
+  const reconnects = new WatchReconnects()
+  const client = await openEtcd(target, options.connectTimeoutMs, reconnects)
   try {
     // etcd3 tears its watch stream down with the last watcher: this one keeps it up.
     const idle = await client.watch().key(idleKey(target)).create()
-    return new EtcdDriver(client, target, options.clientId, idle)
+    return new EtcdDriver(client, target, options.clientId, idle, reconnects)
   } catch (cause) {
+    reconnects.close()
     client.close()
     throw await etcdDiagnosis(target, cause)
   }
