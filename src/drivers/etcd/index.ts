@@ -28,7 +28,7 @@ const CHANGES_KEPT = 512
 
 /**
  * One etcd lease of this client, kept alive by this class's own timer (one
- * keep-alive at a time, every third of the lease), not etcd3's loop: after a
+ * keep-alive at a time, every third of its holds' part), not etcd3's loop: after a
  * stalled stream and a cut, etcd3 can run two loops of one lease and stop only
  * one on release, an interval that keeps the process alive for good. Every
  * entry with the same lease length shares it. `confirmedAt` is when the last
@@ -55,6 +55,12 @@ class ClientLease {
     onLost: (lease: ClientLease, error: unknown) => void,
     grantedSeconds: (id: string) => Promise<number>,
     private readonly answerWithinMs: number,
+    /**
+     * The lock delay this lease adds after its holds' ttl (0 for none); its
+     * marker (see delayMarkerKey) is written before the lease is used.
+     */
+    readonly delaySeconds: number,
+    markDelay: (id: string) => Promise<void>,
   ) {
     this.granted = seconds
     const sentAt = monotonicNow()
@@ -68,13 +74,27 @@ class ClientLease {
       this.hex = BigInt(id).toString(16)
       this.confirmedAt = sentAt
       this.granted = Math.max(seconds, await grantedSeconds(id))
-      this.keepAliveIn(this.granted * 1000 / 3)
+      this.keepAliveIn(this.everyMs())
+      if (delaySeconds > 0) await markDelay(id)
     })
   }
 
-  /** How long the store surely keeps this lease, by our monotonic clock. */
+  /**
+   * How long every client surely counts this lease's holds as held, by our
+   * monotonic clock: until the store ends the lease, less its lock delay
+   * (after which a key on it is a phantom, see isPhantom).
+   */
   remainingMs(): number {
-    return this.confirmedAt + this.granted * 1000 - monotonicNow()
+    return this.confirmedAt + (this.granted - this.delaySeconds) * 1000 - monotonicNow()
+  }
+
+  /**
+   * A third of the holds' part: a live client's lease never falls within its
+   * lock delay of its end, which is how other clients tell a crashed
+   * client's keys (phantoms for the delay) from live holds.
+   */
+  private everyMs(): number {
+    return (this.granted - this.delaySeconds) * 1000 / 3
   }
 
   /** No more keep-alives: etcd ends the lease at its ttl (the keys on it with it). */
@@ -93,7 +113,7 @@ class ClientLease {
   /** One keep-alive; unanswered (etcd3 sets no deadline on it) or failed, it is tried again soon. */
   private async keepAlive(): Promise<void> {
     const sentAt = monotonicNow()
-    const everyMs = this.granted * 1000 / 3
+    const everyMs = this.everyMs()
     let deadline: NodeJS.Timeout | undefined
     try {
       await Promise.race([
@@ -457,25 +477,31 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   async inspect(name: string): Promise<LockInfo | null> {
     const read = await this.readLineOf(name)
     if (read.line.length === 0) return null
-    const holders = holdersIn(read.line)
-    const leaseIds = [...new Set(holders.map((h) => read.leases.get(h.id)!))]
-    const lives = new Map<string, { granted: number; left: number }>()
+    const blocking = holdersIn(read.line)
+    const leaseIds = [...new Set(blocking.map((h) => read.leases.get(h.id)!))]
+    const lives = new Map<string, LeaseLife>()
     await this.guard(Promise.all(leaseIds.map(async (id) => {
-      const reply = await this.client.leaseClient.leaseTimeToLive({ ID: id })
-      lives.set(id, { granted: Number(reply.grantedTTL), left: Math.max(0, Number(reply.TTL)) })
+      const [reply, marker] = await Promise.all([
+        this.client.leaseClient.leaseTimeToLive({ ID: id }),
+        this.client.kv.range({ key: Buffer.from(delayMarkerKey(this.target, id)) }),
+      ])
+      lives.set(id, { granted: Number(reply.grantedTTL), left: Math.max(0, Number(reply.TTL)), delay: delayOfMarker(marker.kvs[0]?.value.toString()) })
     })))
     const wall = Date.now()
+    // A lock-delay phantom blocks the name but holds nothing: no holder, as on every store (leader() is null).
+    const holders = blocking.filter((entry) => this.slots.get(entry.owner)?.held || !isPhantom(lives.get(read.leases.get(entry.id)!)))
     const summaries: HolderSummary[] = holders.map((entry) => {
       const mine = this.slots.get(entry.owner)
-      const left = mine?.held ? this.ttlLeft(mine) : (lives.get(read.leases.get(entry.id)!)?.left ?? 0) * 1000
+      const life = lives.get(read.leases.get(entry.id)!)
+      const left = mine?.held ? this.ttlLeft(mine) : ((life?.left ?? 0) - (life?.delay ?? 0)) * 1000
       return summaryOf(entry, wall + left)
     })
-    const granted = [...new Set([...lives.values()].map((l) => l.granted))].filter((s) => s > 0)
+    const granted = [...new Set(holders.map((h) => lives.get(read.leases.get(h.id)!)?.granted ?? 0))].filter((s) => s > 0)
     const first = read.line[0]!
     return {
       name, kind: first.kind, fair: true, permits: first.permits, holders: summaries,
       waiters: waitersIn(read.line).map(waiterSummaryOf),
-      lastToken: holders.reduce((max, h) => (h.token > max ? h.token : max), 0n),
+      lastToken: blocking.reduce((max, h) => (h.token > max ? h.token : max), 0n),
       note: `etcd lease of the holders: ${granted.map((s) => `${s} s`).join(', ') || 'unknown'} ` +
         '(asked: the ttl in whole seconds; etcd raises leases to its floor, 1.5 × its election timeout, 2 s by default): a live client ends each hold at its ttl; ' +
         'a crashed or cut-off client\'s holds end when that lease runs out',
@@ -562,9 +588,13 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
   async keepForLockDelay(slot: EtcdSlot): Promise<void> {
     const { ID } = await this.guard(this.client.leaseClient.leaseGrant({ TTL: lockDelaySeconds(slot.lockDelayMs), ID: 0 }))
     // Only while the key is still this hold's: a forced release ends it without a delay.
+    // The lease's marker says it is all lock delay: the key is a phantom from now on (isPhantom).
     await this.guard(this.client.kv.txn({
       compare: [this.sameEntry(slot)],
-      success: [{ request_put: { key: Buffer.from(slot.id), ignore_value: true, lease: ID } }],
+      success: [
+        { request_put: { key: Buffer.from(slot.id), ignore_value: true, lease: ID } },
+        { request_put: { key: Buffer.from(delayMarkerKey(this.target, ID)), value: Buffer.from(ALL_DELAY), lease: ID } },
+      ],
     }))
   }
 
@@ -813,13 +843,16 @@ export class EtcdDriver implements Driver, SlotStore<EtcdSlot> {
    * delay: a crashed client's keys then outlive the end of its holds by it.
    */
   private async leaseFor(ttlMs: number, lockDelayMs = 0): Promise<ClientLease> {
-    const seconds = leaseSecondsFor(ttlMs) + (lockDelayMs > 0 ? lockDelaySeconds(lockDelayMs) : 0)
+    const delaySeconds = lockDelayMs > 0 ? lockDelaySeconds(lockDelayMs) : 0
+    const seconds = leaseSecondsFor(ttlMs) + delaySeconds
     let lease = this.leases.get(seconds)
     if (!lease) {
       lease = new ClientLease(this.client.lease(seconds, { autoKeepAlive: false }), seconds, (l) => this.leaseLost(l), async (id) => {
         const live = await this.client.leaseClient.leaseTimeToLive({ ID: id })
         return Number(live.grantedTTL)
-      }, this.target.commandTimeoutMs)
+      }, this.target.commandTimeoutMs, delaySeconds, async (id) => {
+        await this.client.kv.put({ key: Buffer.from(delayMarkerKey(this.target, id)), value: Buffer.from(String(delaySeconds)), lease: id })
+      })
       this.leases.set(seconds, lease)
     }
     try {
@@ -908,6 +941,44 @@ function resumeFromNow(watcher: Watcher): void {
 /** A key nobody writes, watched to keep etcd3's watch stream open. */
 function idleKey(target: EtcdTarget): string {
   return `${target.keyPrefix}\u0000baton/idle`
+}
+
+/**
+ * The key that marks lease `id` (decimal) as one with a lock delay: its value
+ * is the delay in seconds, the last part of the lease (or ALL_DELAY). It rides on the lease
+ * itself, so it lives exactly as long. A key on such a lease is a phantom once
+ * the lease is within its delay of its end (see isPhantom). Outside every
+ * name's line (no name starts with a NUL), and never read as one by list().
+ */
+function delayMarkerKey(target: EtcdTarget, id: string): string {
+  return `${target.keyPrefix}\u0000baton/lock-delay.${BigInt(id).toString(16)}`
+}
+
+/** The marker of a lease that is all lock delay (an expired hold's key moved to it): however long etcd made it. */
+const ALL_DELAY = 'all'
+
+function delayOfMarker(stored: string | undefined): number {
+  if (stored === ALL_DELAY) return Infinity
+  const seconds = Number(stored ?? 0)
+  return Number.isInteger(seconds) && seconds > 0 ? seconds : 0
+}
+
+/** A lease as inspect() reads it: seconds granted and left (etcd rounds down), and its lock delay (0 for none). */
+interface LeaseLife {
+  readonly granted: number
+  readonly left: number
+  readonly delay: number
+}
+
+/**
+ * A key on this lease is an expired hold's phantom: the lease is within its
+ * lock delay of its end. A live client renews it every third of its holds'
+ * part, so that happens only when its holds have run out unrenewed (a
+ * crashed or cut-off client), or when the key was moved to a lease that is
+ * all delay (keepForLockDelay).
+ */
+function isPhantom(life: LeaseLife | undefined): boolean {
+  return life !== undefined && life.delay > 0 && life.left < life.delay
 }
 
 /** etcd leases count whole seconds (and etcd may raise them to its floor): a delay is never cut short. */

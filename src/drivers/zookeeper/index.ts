@@ -19,6 +19,8 @@ const CAPABILITIES: Capabilities = {
 
 /** Every lock's parent node lives under this node (below the URL's chroot). */
 const ROOT = '/baton'
+/** The alive markers of holds with a lock delay (see aliveMarkerOf). */
+const ALIVE_ROOT = '/baton-alive'
 /** An empty parent is removed this long after this client's last entry under it left. */
 const PARENT_LINGER_MS = 10_000
 /** The session behind admin calls (inspect, list, forceRelease). */
@@ -39,6 +41,8 @@ interface ZkSlot extends Slot {
    */
   onBlockerChange?: (event: Event) => void
   onOwnChange?: (event: Event) => void
+  /** An entry with a lock delay: its alive marker and the session (of its ttl alone) the marker is on. */
+  readonly alive?: { readonly path: string; readonly session: ZkSession }
 }
 
 /** An observed election name: its observers, the one watcher function of its watches, the session they are on. */
@@ -87,8 +91,10 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
       }
     }
     const parent = parentOf(request.name)
+    // A node outlives its hold by the lock delay: a marker on a session of the ttl alone says the hold is live.
+    const alive = request.lockDelayMs > 0 ? await this.markAlive(request.ttlMs, aliveMarkerOf(request.name, request.owner)) : undefined
     // Who asked, in the node's data; when is the node's creation time (ctime, the ensemble's clock).
-    const note = encodeNote({ description: request.description, value: request.value })
+    const note = encodeNote({ description: request.description, value: request.value, alive: alive?.path })
     // A retry finds its node by its owner: never one this client is still removing.
     if (request.retry && !(await this.slots.settled(request.owner))) return STILL_REMOVING
     const found = request.retry ? await this.findOwn(session, parent, request.owner) : undefined
@@ -106,6 +112,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     const slot = newSlot<ZkSlot>({
       owner: request.owner, name: request.name, id: path, kind: request.kind, mode: request.mode,
       permits: request.permits, weight: weightOf(request), lockDelayMs: request.lockDelayMs, token: tokenOf(parentStat, own), ttlMs: request.ttlMs, session, note,
+      ...(alive ? { alive } : {}),
     })
     this.adopt(slot)
     this.watchOwn(slot)
@@ -314,7 +321,14 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
         return { ...e, ...decodeNote(data.toString()), since: Number(stat.ctime.readBigInt64BE(0)), token: tokenOf(parentStat!, e.id.slice(parent.length + 1)) }
       })
     if (line.length === 0) return null
-    const holders = holdersIn(line)
+    const blocking = holdersIn(line)
+    // A lock-delay phantom blocks the name but holds nothing: no holder, as on every store (leader() is null).
+    const live = await this.guard(Promise.all(blocking.map(async (entry) => {
+      if (this.slots.get(entry.owner)?.held) return true
+      const alive = decodeNote(nodes.get(entry.id)!.data.toString()).alive
+      return alive === undefined || (await session.exists(alive)) !== null
+    })))
+    const holders = blocking.filter((_, i) => live[i])
     const wall = Date.now()
     const summaries: HolderSummary[] = holders.map((entry) => {
       const mine = this.slots.get(entry.owner)
@@ -325,7 +339,7 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     return {
       name, kind: first.kind, fair: true, permits: first.permits, holders: summaries,
       waiters: waitersIn(line).map(waiterSummaryOf),
-      lastToken: holders.reduce((max, h) => (h.token > max ? h.token : max), 0n),
+      lastToken: blocking.reduce((max, h) => (h.token > max ? h.token : max), 0n),
       note: `ZooKeeper sessions of this client (asked → granted): ${await this.sessionNote()}; ` +
         'the ensemble clamps sessions to 2-20 × tickTime. A live client ends each hold at its ttl; ' +
         'a crashed or cut-off client\'s holds end when its session expires',
@@ -455,11 +469,15 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
   ttlLeft(slot: ZkSlot): number {
     const own = slot.endsAt - monotonicNow()
     const covered = slot.ttlMs <= slot.session.timeoutMs ? Math.min(own, slot.session.remainingMs()) : own
-    return Math.max(0, Math.floor(covered))
+    // Other clients count a hold with a lock delay live only while its alive marker's session lasts.
+    const marked = slot.alive && slot.ttlMs <= slot.alive.session.timeoutMs ? Math.min(covered, slot.alive.session.remainingMs()) : covered
+    return Math.max(0, Math.floor(marked))
   }
 
   forgotten(slot: ZkSlot): void {
     this.downgraded.delete(slot.id)
+    // Sent on the session that made it, so a later marker of the same owner made there is never removed by this.
+    if (slot.alive) slot.alive.session.remove(slot.alive.path).catch(() => {})
     const entry = this.parents.get(slot.name)
     if (!entry) return
     entry.count -= 1
@@ -597,6 +615,27 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     return busyIn(line, request.queueTtlMs)
   }
 
+  /**
+   * Makes the alive marker of a hold with a lock delay, on the session of its
+   * ttl alone: a crashed client's marker goes with that session, at the end
+   * of its holds, while its entries stay on their longer session for the
+   * delay (sessionFor). Made again by a retry of the same owner.
+   */
+  private async markAlive(ttlMs: number, path: string): Promise<{ path: string; session: ZkSession }> {
+    const session = await this.sessionFor(ttlMs)
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await session.create(path, undefined, CreateMode.EPHEMERAL)
+        return { path, session }
+      } catch (error) {
+        const code = errorCode(error)
+        if (code === Exception.NODE_EXISTS) return { path, session }
+        if (code !== Exception.NO_NODE || attempt > 2) throw await zkDiagnosis(this.target, error)
+      }
+      await session.mkdirp(ALIVE_ROOT).catch(() => {})
+    }
+  }
+
   private async removeNode(session: ZkSession, path: string): Promise<void> {
     try {
       await session.remove(path)
@@ -649,6 +688,8 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
     session.close()
     for (const slot of [...this.slots.byOwner.values()]) {
       if (slot.session === session) this.slots.gone(slot, 'its ZooKeeper session expired')
+      // Its alive marker went: every other client counts the hold ended.
+      else if (slot.alive?.session === session) this.slots.gone(slot, 'the ZooKeeper session of its alive marker expired')
     }
     // Its watches went with it: election observers look again, on a new session.
     for (const entry of this.observed.values()) if (entry.session === session) entry.onEvent(undefined as unknown as Event)
@@ -694,6 +735,11 @@ export class ZkDriver implements Driver, SlotStore<ZkSlot> {
 /** One path segment per name: '/' and '.' escaped, so names never nest and never collide. */
 function parentOf(name: string): string {
   return `${ROOT}/${encodeURIComponent(name).replace(/\./g, '%2E')}`
+}
+
+/** The alive marker of `owner`'s entry for `name`: one flat node per entry, under one persistent parent. */
+function aliveMarkerOf(name: string, owner: string): string {
+  return `${ALIVE_ROOT}/${parentOf(name).slice(ROOT.length + 1)}@${encodeURIComponent(owner)}`
 }
 
 function nameOf(segment: string): string | undefined {
