@@ -195,3 +195,12 @@ export async function openEtcd(target: EtcdTarget, timeoutMs: number, reconnects
     clearTimeout(timer)
   }
 }
+
+/** A request of this client: its failure as the typed error every store reports (see etcdDiagnosis). */
+export async function guarded<T>(target: EtcdTarget, promise: Promise<T>): Promise<T> {
+  try {
+    return await promise
+  } catch (cause) {
+    throw await etcdDiagnosis(target, cause)
+  }
+}
