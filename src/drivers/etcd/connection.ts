@@ -5,7 +5,7 @@ import {
 } from 'etcd3'
 import { circuitBreaker, ConsecutiveBreaker, handleWhen, noop, type IBackoff } from 'cockatiel'
 import type { DriverOptions } from '../../core/driver.js'
-import { diagnoseFailure, type NodeHealth } from '../sequenced/quorum.js'
+import { diagnosed, diagnoseFailure, type NodeHealth } from '../sequenced/quorum.js'
 import { BatonError, backendUnavailable, invalidArgument } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 
@@ -197,10 +197,6 @@ export async function openEtcd(target: EtcdTarget, timeoutMs: number, reconnects
 }
 
 /** A request of this client: its failure as the typed error every store reports (see etcdDiagnosis). */
-export async function guarded<T>(target: EtcdTarget, promise: Promise<T>): Promise<T> {
-  try {
-    return await promise
-  } catch (cause) {
-    throw await etcdDiagnosis(target, cause)
-  }
+export function guarded<T>(target: EtcdTarget, promise: Promise<T>): Promise<T> {
+  return diagnosed(promise, (cause) => etcdDiagnosis(target, cause))
 }

@@ -1,5 +1,5 @@
 import type { Etcd3, IRequestOp, Watcher } from 'etcd3'
-import type { AcquireRequest, AcquireResult, ExtendResult, HoldRef, LockSpec, Wake } from '../../core/driver.js'
+import type { AcquireRequest, AcquireResult, ExtendResult, HoldRef, LockSpec } from '../../core/driver.js'
 import { weightOf } from '../../core/compat.js'
 import { conflictIn, encodeCandidateValue, encodeEntry, encodeNote, type LineEntry } from '../sequenced/line.js'
 import { busyIn, newSlot, Slots, STILL_REMOVING, type SlotStore } from '../sequenced/slots.js'
@@ -118,21 +118,12 @@ export class EtcdHolds implements SlotStore<EtcdSlot> {
   }
 
   async release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
-    const slot = this.slots.get(hold.owner)
-    if (!slot || slot.name !== hold.name) {
-      // An attempt whose reply was lost may still have made a key on a live
-      // lease: its key is known for each lease (`<lease>.<owner>`, as a retry
-      // finds it), and it is deleted again and again until etcd answers.
-      if (!('token' in hold) && hold.owner.startsWith(`${this.clientId}.`)) {
-        const tail = hold.owner.slice(this.clientId.length + 1)
-        await this.slots.removeLeftovers(hold.owner, () =>
-          this.deleteFound(this.leases.all().map((l) => `${this.lines.prefix(hold.name)}${l.hex}.${tail}`)))
-      }
-      return false
-    }
-    this.slots.forget(slot)
-    await this.slots.remove(slot.owner, () => this.drop(slot))
-    return slot.held
+    // An attempt whose reply was lost may still have made a key on a live
+    // lease: its key is known for each lease (`<lease>.<owner>`, as a retry
+    // finds it), and it is deleted again and again until etcd answers.
+    const tail = hold.owner.slice(this.clientId.length + 1)
+    return this.slots.release(hold, this.clientId, () =>
+      this.deleteFound(this.leases.all().map((l) => `${this.lines.prefix(hold.name)}${l.hex}.${tail}`)))
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {
@@ -152,10 +143,6 @@ export class EtcdHolds implements SlotStore<EtcdSlot> {
     slot.value = value
     slot.mode = 'read'
     return true
-  }
-
-  watch(_name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    return this.slots.watch(owner, onWake)
   }
 
   /** A repeated attempt of a waiter: keeps its place, and re-reads the line in case a wake-up was missed. */

@@ -1,14 +1,12 @@
 import type { Etcd3, Watcher } from 'etcd3'
-import type {
-  AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
-  HoldRef, ListPage, LockInfo, LockSpec, Wake,
-} from '../../core/driver.js'
+import type { Capabilities, DriverFactory, DriverOptions } from '../../core/driver.js'
 import type { StoreUrl } from '../../core/url.js'
 import { etcdDiagnosis, etcdTarget, openEtcd, WatchReconnects, type EtcdTarget } from './connection.js'
 import { EtcdElections } from './elections.js'
 import { EtcdHolds } from './holds.js'
 import { EtcdInspector } from './inspect.js'
 import { idleKey, Lines } from './keys.js'
+import { SequencedDriver } from '../sequenced/facade.js'
 
 const CAPABILITIES: Capabilities = {
   // Lock delay: an expired hold's key moves to a lease of the delay; a crashed client's lease outlives its holds by it.
@@ -23,13 +21,13 @@ const CAPABILITIES: Capabilities = {
  * The create revision is the fencing token. A release deletes the key, which by
  * itself makes the next entry the holder; its client learns it from the watch.
  */
-export class EtcdDriver implements Driver {
+export class EtcdDriver extends SequencedDriver {
   readonly store = 'etcd'
   readonly capabilities = CAPABILITIES
   private readonly lines: Lines
-  private readonly holds: EtcdHolds
-  private readonly elections: EtcdElections
-  private readonly inspector: EtcdInspector
+  protected readonly holds: EtcdHolds
+  protected readonly elections: EtcdElections
+  protected readonly inspector: EtcdInspector
   private closed = false
 
   constructor(
@@ -39,46 +37,11 @@ export class EtcdDriver implements Driver {
     idleWatcher: Watcher,
     private readonly reconnects: WatchReconnects,
   ) {
+    super()
     this.lines = new Lines(client, target)
     this.holds = new EtcdHolds(client, target, clientId, this.lines, idleWatcher)
     this.elections = new EtcdElections(client, target, this.lines, this.holds.slots, this.holds.watches)
     this.inspector = new EtcdInspector(client, target, this.lines, this.holds.slots)
-  }
-
-  acquire(request: AcquireRequest): Promise<AcquireResult> {
-    return this.holds.acquire(request)
-  }
-
-  extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
-    return this.holds.extend(holds, ttlMs)
-  }
-
-  release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
-    return this.holds.release(hold)
-  }
-
-  downgrade(hold: HoldRef): Promise<boolean> {
-    return this.holds.downgrade(hold)
-  }
-
-  watch(name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    return this.holds.watch(name, owner, onWake)
-  }
-
-  proclaim(hold: HoldRef, value: string): Promise<boolean> {
-    return this.elections.proclaim(hold, value)
-  }
-
-  observe(name: string, onChange: () => void): () => void {
-    return this.elections.observe(name, onChange)
-  }
-
-  inspect(name: string): Promise<LockInfo | null> {
-    return this.inspector.inspect(name)
-  }
-
-  list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
-    return this.inspector.list(prefix, page)
   }
 
   async forceRelease(name: string): Promise<boolean> {
