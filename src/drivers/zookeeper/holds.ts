@@ -364,9 +364,9 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
     for (const slot of this.slots.byOwner.values()) {
       if (slot.held) this.slots.wake(slot.owner, { type: 'lost', reason: 'its client was closed, which ends its ZooKeeper session and every node of it' })
     }
+    const used = this.parents.close()
     const entries = [...this.slots.byOwner.values()]
     this.slots.clear()
-    const used = this.parents.close()
     // A closed client's delays end with it, as its sessions do.
     const phantoms = [...this.delays.values()]
     for (const timer of this.delays.keys()) clearTimeout(timer)
