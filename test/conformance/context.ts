@@ -159,7 +159,7 @@ export type WorkerTask =
   /** Loops over a semaphore, appending "+" / "-" to `file` on entering / leaving. */
   | { task: 'permits'; name: string; file: string; iterations: number; permits: number; ttl: number }
   /** Campaigns in an election; prints "leader <token>", then "lost <code>" when its signal aborts. */
-  | { task: 'campaign'; name: string; ttl: number; value: string }
+  | { task: 'campaign'; name: string; ttl: number; value: string; lockDelay?: number }
   /**
    * For each of "sync", "immediate", "timer": holds `name/<look>` (mutex), its election and a
    * multi set (lapse.ts); then stops itself (prints "stopping"); once continued prints

@@ -19,9 +19,39 @@ export function lockDelay(ctx: SuiteContext): void {
       await aborted(right.signal) // expires
       await new Promise((r) => setTimeout(r, ms(100)))
       assert.equal(await lock.tryAcquire(), null, 'blocked during the lock delay')
+      assert.deepEqual((await client.inspect(name))?.holders ?? [], [], 'the expired hold\'s phantom holds nothing')
       const later = await lock.acquire({ wait: ms(5000) })
       assert.ok(later.token > right.token)
       await later.release()
+    })
+
+    it('a leader killed with kill -9 is no leader during its lock delay: leader() is null, and the next candidate leads after it', async (t) => {
+      if (!ctx.harness.crossProcess) return t.skip('this store lives in one process')
+      const client = await ctx.client()
+      if (!client.driver.capabilities.lockDelay) return t.skip('this store has no lock delay')
+      if (client.driver.electionRefusal !== undefined) return t.skip(client.driver.electionRefusal)
+      const name = ctx.name('lock-delay-crashed-leader')
+      // The delay well beyond the margin below: a store that names the dead leader for it fails.
+      const ttl = ms(1000)
+      const lockDelay = ms(6000)
+      const leader = ctx.worker({ task: 'campaign', name, ttl, value: 'doomed', lockDelay })
+      const leaderToken = BigInt((await leader.line('leader')).split(' ')[1]!)
+      const election = client.election(name, { ttl, lockDelay })
+      assert.equal((await election.leader())?.value, 'doomed')
+      leader.kill9()
+      await leader.exited
+      // Gone once its ttl ran out (plus a margin for a busy machine), though its name is still blocked.
+      const deadline = Date.now() + ttl + ms(2000)
+      let named = await election.leader()
+      while (named !== null && Date.now() < deadline) {
+        await sleep(ms(50))
+        named = await election.leader()
+      }
+      assert.equal(named, null, 'a crashed leader is no leader once its ttl ran out, during its lock delay as after it')
+      const term = await election.campaign({ value: 'next', wait: lockDelay + ms(5000) })
+      assert.ok(term.token > leaderToken)
+      assert.equal((await election.leader())?.value, 'next')
+      await term.resign()
     })
 
     it('forceRelease of a name only a lock-delay phantom blocks frees it and answers true', async (t) => {

@@ -72,7 +72,7 @@ switch (task.task) {
     break
   }
   case 'campaign': {
-    const leadership = await baton.election(task.name, { ttl: task.ttl }).campaign({ value: task.value })
+    const leadership = await baton.election(task.name, { ttl: task.ttl, ...(task.lockDelay !== undefined ? { lockDelay: task.lockDelay } : {}) }).campaign({ value: task.value })
     leadership.signal.addEventListener('abort', () => console.log(`lost ${(leadership.signal.reason as { code?: string }).code}`))
     console.log(`leader ${leadership.token}`)
     await new Promise(() => {}) // until killed

@@ -3,14 +3,18 @@ import {
   Etcd3, EtcdAuthenticationFailedError, EtcdInvalidAuthTokenError, EtcdPermissionDeniedError,
   GRPCUnauthenticatedError, isRecoverableError, type IOptions,
 } from 'etcd3'
-import { circuitBreaker, ConsecutiveBreaker, handleWhen, noop } from 'cockatiel'
+import { circuitBreaker, ConsecutiveBreaker, handleWhen, noop, type IBackoff } from 'cockatiel'
 import type { DriverOptions } from '../../core/driver.js'
-import { diagnoseFailure, type NodeHealth } from '../sequenced/quorum.js'
+import { diagnosed, diagnoseFailure, type NodeHealth } from '../sequenced/quorum.js'
 import { BatonError, backendUnavailable, invalidArgument } from '../../core/errors.js'
 import type { StoreUrl } from '../../core/url.js'
 
 const DEFAULT_PORT = 2379
 const RECONNECT_BACKOFF_MAX_MS = 1000
+/** The first delay before etcd3 re-opens a failed watch stream (cockatiel's default first step). */
+const WATCH_FIRST_DELAY_MS = 128
+/** A watch stream fails with an 'error' and then an 'end' when its client closes: neither waits. */
+const FAILURES_OF_CLOSING = 2
 
 const memberBreaker = () => circuitBreaker(handleWhen(isRecoverableError), {
   halfOpenAfter: 1000,
@@ -126,9 +130,41 @@ async function memberHealth(target: EtcdTarget, host: string): Promise<NodeHealt
   }
 }
 
+/**
+ * How long etcd3 waits before re-opening a failed watch stream, one per
+ * client. etcd3 arms that timer on every failure of the stream, whether any
+ * watcher is left or not, and never clears it; its default backoff grows to
+ * 30 s. A client closed after a few faults left such timers behind, each
+ * keeping the process alive for up to 30 s after close() (seen as a test file
+ * outliving its tests, kept alive by etcd3's WatchManager.handleError timers).
+ * So the delay is at most a second, as grpc's own reconnects (grpcOptions),
+ * and the failures that closing the client causes get none: the timer fires
+ * at once and finds no watcher (close detached them all).
+ */
+export class WatchReconnects {
+  private closed = false
+  private failuresSinceClose = 0
+
+  /** For etcd3's `faultHandling.watchBackoff`: `next()` is the first delay. */
+  readonly backoff: IBackoff<unknown> = { duration: 0, next: () => this.attempt(0) }
+
+  /** Called before the client closes. */
+  close(): void {
+    this.closed = true
+  }
+
+  private attempt(index: number): IBackoff<unknown> {
+    const delayMs = (): number => {
+      if (this.closed && this.failuresSinceClose++ < FAILURES_OF_CLOSING) return 0
+      return Math.min(RECONNECT_BACKOFF_MAX_MS, WATCH_FIRST_DELAY_MS * 2 ** Math.min(index, 16))
+    }
+    return { get duration() { return delayMs() }, next: () => this.attempt(index + 1) }
+  }
+}
+
 /** Opens a client and proves it can talk (and authenticate) within the connect timeout. */
-export async function openEtcd(target: EtcdTarget, timeoutMs: number): Promise<Etcd3> {
-  const client = new Etcd3(target.options)
+export async function openEtcd(target: EtcdTarget, timeoutMs: number, reconnects: WatchReconnects): Promise<Etcd3> {
+  const client = new Etcd3({ ...target.options, faultHandling: { ...target.options.faultHandling, watchBackoff: reconnects.backoff } })
   let timer: NodeJS.Timeout | undefined
   const deadline = Date.now() + timeoutMs
   // A member not reachable yet fails a request at once (its connection is
@@ -158,4 +194,9 @@ export async function openEtcd(target: EtcdTarget, timeoutMs: number): Promise<E
   } finally {
     clearTimeout(timer)
   }
+}
+
+/** A request of this client: its failure as the typed error every store reports (see etcdDiagnosis). */
+export function guarded<T>(target: EtcdTarget, promise: Promise<T>): Promise<T> {
+  return diagnosed(promise, (cause) => etcdDiagnosis(target, cause))
 }

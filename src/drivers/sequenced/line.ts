@@ -35,25 +35,32 @@ export interface EntryNote {
   readonly description?: string
   readonly since?: number
   readonly value?: string
+  /**
+   * ZooKeeper, an entry with a lock delay: the path of the node that says its
+   * hold is live (on a session as long as its ttl). Gone, the entry is a
+   * phantom of an expired hold.
+   */
+  readonly alive?: string
 }
 
 /** The note as stored (etcd: after the spec line of the value; ZooKeeper: the node's data). */
 export function encodeNote(note: EntryNote): string {
   return JSON.stringify({
     ...(note.description !== undefined ? { d: note.description } : {}), ...(note.since !== undefined ? { s: note.since } : {}),
-    ...(note.value !== undefined ? { v: note.value } : {}),
+    ...(note.value !== undefined ? { v: note.value } : {}), ...(note.alive !== undefined ? { a: note.alive } : {}),
   })
 }
 
 /** A stored note; anything unreadable (another program's data) is no note. */
 export function decodeNote(text: string): EntryNote {
   try {
-    const parsed = JSON.parse(text) as { d?: unknown; s?: unknown; v?: unknown }
+    const parsed = JSON.parse(text) as { d?: unknown; s?: unknown; v?: unknown; a?: unknown }
     if (typeof parsed !== 'object' || parsed === null) return {}
     return {
       ...(typeof parsed.d === 'string' ? { description: parsed.d } : {}),
       ...(typeof parsed.s === 'number' && Number.isFinite(parsed.s) ? { since: parsed.s } : {}),
       ...(typeof parsed.v === 'string' ? { value: parsed.v } : {}),
+      ...(typeof parsed.a === 'string' ? { alive: parsed.a } : {}),
     }
   } catch {
     return {}

@@ -41,3 +41,12 @@ export async function diagnoseFailure(store: string, cause: unknown, probe: () =
   if (health.length === 0) return error
   return new BatonError(error.code, error.message.replace(/^baton: /, ''), { cause, nodes })
 }
+
+/** A store request whose failure is reported as `diagnose` names it (a typed BatonError, see diagnoseFailure). */
+export async function diagnosed<T>(promise: Promise<T>, diagnose: (cause: unknown) => Promise<BatonError>): Promise<T> {
+  try {
+    return await promise
+  } catch (cause) {
+    throw await diagnose(cause)
+  }
+}

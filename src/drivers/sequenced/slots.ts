@@ -1,4 +1,4 @@
-import type { AcquireResult, HoldMode, LockKind, Wake } from '../../core/driver.js'
+import type { AcquireResult, HoldMode, HoldRef, LockKind, LockSpec, Wake } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
 import { blockersOf, holdersIn, summaryOf, type LineEntry } from './line.js'
 
@@ -205,6 +205,24 @@ export class Slots<S extends Slot> {
    */
   removeLeftovers(owner: string, remove: () => Promise<void>): Promise<void> {
     return this.remove(owner, remove)
+  }
+
+  /**
+   * Driver.release: the owner's slot leaves the books and its entry the
+   * store (true if it held). An owner of this client that has no slot here
+   * (a spec, not a hold: an acquire that failed) may still have an entry
+   * made by an attempt whose reply was lost: `leftovers` removes it (see
+   * removeLeftovers).
+   */
+  async release(hold: HoldRef | (LockSpec & { readonly owner: string }), clientId: string, leftovers: () => Promise<void>): Promise<boolean> {
+    const slot = this.get(hold.owner)
+    if (!slot || slot.name !== hold.name) {
+      if (!('token' in hold) && hold.owner.startsWith(`${clientId}.`)) await this.removeLeftovers(hold.owner, leftovers)
+      return false
+    }
+    this.forget(slot)
+    await this.remove(slot.owner, () => this.store.drop(slot))
+    return slot.held
   }
 
   forget(slot: S): void {
