@@ -109,7 +109,10 @@ async function launchEnsemble(jar: string, size: number, options: ZkEnsembleOpti
       writeFileSync(config, [
         `tickTime=${ZK_TICK_MS}`, 'initLimit=20', `syncLimit=${options.syncLimit ?? 8}`, `dataDir=${data}`,
         `clientPort=${port}`, 'clientPortAddress=127.0.0.1', 'admin.enableServer=false',
-        '4lw.commands.whitelist=srvr,ruok,mntr', 'maxClientCnxns=0', 'maxSessionTimeout=60000',
+        '4lw.commands.whitelist=srvr,ruok,mntr', 'maxClientCnxns=0',
+        // Sessions up to 60 s, scaled like every wait of the tests: a busy
+        // machine's scaled ttls (30 s × 5) must not pass the ensemble's limit.
+        `maxSessionTimeout=${Math.max(60_000, ms(60_000))}`,
         // No fsync per write: tests and benchmarks measure the protocol, not this machine's disk.
         'forceSync=no',
         ...quorum.map(([peer, election], k) => `server.${k + 1}=127.0.0.1:${links[id - 1]?.[k]?.port ?? peer}:${election}`),
