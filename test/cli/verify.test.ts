@@ -20,9 +20,12 @@ import { startPostgres } from '../harness/postgres.js'
 import { startEtcd } from '../harness/etcd.js'
 import { startZookeeper } from '../harness/zookeeper.js'
 import { startBatonServer } from '../harness/baton-server.js'
-import { findViolations, outagesOf, Resource } from '../../src/cli/verify/history.js'
+import { effectOf, outagesOf, stallsOf, unavailableCalls, type Unavailable } from '../../src/cli/verify/history.js'
 import { historyNow } from '../../src/cli/verify/clock.js'
 import { exitStatusOf, type VerifyReport } from '../../src/cli/commands/verify.js'
+import { check } from '../../src/chaos/checker.js'
+import type { Fault, History, HistoryEvent } from '../../src/chaos/history.js'
+import { FencedCounter } from '../../src/chaos/resource.js'
 
 after(() => stopAll())
 
@@ -89,12 +92,12 @@ describe('baton verify', () => {
     const { code, report } = await run
     assert.equal(code, 1, 'a violation fails the run')
     assert.equal(report.passed, false)
-    const overlap = report.violations.find((v) => v.kind === 'overlap')
+    const overlap = report.violations.find((v) => v.kind === 'two-holders')
     assert.ok(overlap, `an overlap is reported: ${JSON.stringify(report.violations)}`)
     assert.equal(overlap.tokens.length, 2)
     for (const token of overlap.tokens) assert.match(overlap.evidence, new RegExp(`token ${token}`))
     assert.ok(report.staleWritesRefused > 0, 'the fenced counter refused the overtaken holder')
-    assert.ok(!report.violations.some((v) => v.kind === 'lost-update' || v.kind === 'stale-write-accepted'), 'fencing kept the counter right')
+    assert.ok(!report.violations.some((v) => v.kind === 'lost-update' || v.kind === 'stale-write'), 'fencing kept the counter right')
   })
 
   it('a wall clock stepped back 3 s mid-run (in the verifier and every worker) fakes no overlap: the history runs on the monotonic clock', async () => {
@@ -227,78 +230,94 @@ describe('baton verify', () => {
   })
 })
 
-describe('verify: the checks', () => {
-  const hold = (worker: number, token: bigint, grantedAt: number, validUntil: number, endedAt?: number) =>
-    ({ worker, token, grantedAt, validUntil, ...(endedAt === undefined ? {} : { endedAt }) })
+describe('verify: the checks (the chaos checker, and what verify adds)', () => {
+  /** A hold as a worker records it: asked 1 ms before its grant, `end` when it said it stopped. */
+  const hold = (worker: number, token: bigint, grantedAt: number, deadline: number, endedAt?: number): HistoryEvent[] => {
+    const actor = { process: worker, client: 0 }
+    const lease = `p${worker}l${token}`
+    return [
+      { type: 'invoke', ...actor, op: `${lease}-op`, kind: 'acquire', primitive: 'mutex', names: ['n'], at: grantedAt - 1 },
+      { type: 'complete', ...actor, op: `${lease}-op`, at: grantedAt, outcome: 'ok' },
+      { type: 'grant', ...actor, op: `${lease}-op`, lease, primitive: 'mutex', name: 'n', mode: 'exclusive', token: String(token), weight: 1, permits: 1, at: grantedAt, deadline },
+      ...(endedAt === undefined ? [] : [{ type: 'end', ...actor, lease, at: endedAt, why: 'release' } as HistoryEvent]),
+    ]
+  }
+  const history = (events: HistoryEvent[], endedAt = 10_000): History =>
+    ({ seed: 1, store: 'redis', events: events.sort((a, b) => a.at - b.at), ttlMs: 1000, startedAt: 0, endedAt })
+  const by = (worker: number, token: bigint) => ({ process: worker, client: 0, lease: `p${worker}l${token}` })
 
   it('a stall after a fault is liveness, not a violation: exit 69, never 1; a violation still beats it', () => {
-    const stall = { kind: 'no-progress', evidence: 'no progress: no write was accepted within 5000 ms after the pause of worker 3 ended at +4.564 s' }
-    const base = {
-      store: 'redis://127.0.0.1:1', name: 'n', workers: 3, seconds: 10, ttlMs: 1000, fencing: true, holds: 40, handovers: 30,
-      writesAccepted: 40, staleWritesRefused: 0, faults: [], acquireWaitMs: { p50: 1, p99: 2, max: 3 },
-      unavailable: [], workerFailures: [], failedCallsAfterOwnPause: 0,
-    }
-    assert.equal(exitStatusOf({ ...base, violations: [], stalls: [], passed: true } as VerifyReport), 0)
-    assert.equal(exitStatusOf({ ...base, violations: [], stalls: [stall], passed: true } as VerifyReport), 69)
-    const overlap = { kind: 'overlap', evidence: 'two holders at once', tokens: ['1', '2'] }
-    assert.equal(exitStatusOf({ ...base, violations: [overlap], stalls: [stall], passed: false } as VerifyReport), 1)
+    const stall = { kind: 'no-progress', evidence: 'no progress: nothing was granted within 5000 ms after the pause of worker 3 ended at +4.564 s' }
+    assert.equal(exitStatusOf({ passed: true, unavailable: [], stalls: [] }), 0)
+    assert.equal(exitStatusOf({ passed: true, unavailable: [], stalls: [stall] }), 69)
+    assert.equal(exitStatusOf({ passed: false, unavailable: [], stalls: [stall] }), 1)
   })
 
   it('a paused holder whose lease ran out is no overlap; one still within its lease is', () => {
-    const r = new Resource(true)
-    r.holds.push(hold(1, 10n, 0, 1000), hold(2, 11n, 1001, 2000, 1500), hold(3, 12n, 1400, 3000, 1600))
-    const v = findViolations(r, { progressWindowMs: 1000, endedAt: 5000 })
-    assert.deepEqual(v.map((x) => x.kind), ['overlap'])
+    const v = check(history([...hold(1, 10n, 0, 1000), ...hold(2, 11n, 1001, 2000, 1500), ...hold(3, 12n, 1400, 3000, 1600)]))
+    assert.deepEqual(v.violations.map((x) => x.property), ['two-holders'])
   })
 
   it('tokens that go back between holders, stale writes and lost updates without fencing, and a stall after a fault', () => {
-    const r = new Resource(false)
-    r.holds.push(hold(1, 10n, 0, 1000, 100), hold(2, 9n, 200, 1200, 300))
-    assert.equal(r.read(10n).accepted, true)
-    r.write(1, 10n, 1, 0, 50)
-    r.write(2, 9n, 1, 0, 250)
-    r.faults.push({ kind: 'kill', worker: 2, at: 300, healedAt: 300 })
-    const kinds = findViolations(r, { progressWindowMs: 1000, endedAt: 5000 }).map((x) => x.kind).sort()
-    assert.deepEqual(kinds, ['lost-update', 'no-progress', 'stale-write-accepted', 'token-order'])
+    const counter = new FencedCounter('n', false)
+    assert.equal(counter.read(10n).accepted, true)
+    const events = [...hold(1, 10n, 0, 1000, 100), ...hold(2, 9n, 200, 1200, 300),
+      counter.write(by(1, 10n), 10n, 1, 0, 50), counter.write(by(2, 9n), 9n, 1, 0, 250)]
+    const kinds = check(history(events)).violations.map((x) => x.property).sort()
+    assert.deepEqual(kinds, ['lost-update', 'stale-write', 'token-order'])
+    const kill: Fault = { type: 'fault', kind: 'kill', target: 'worker 2', at: 300, healedAt: 300 }
+    assert.equal(stallsOf([kill], [0, 200], [], { windowMs: 1000, endedAt: 5000 }).length, 1)
+    assert.equal(stallsOf([kill], [0, 200, 900], [], { windowMs: 1000, endedAt: 5000 }).length, 0)
   })
 
-  it('one token reset among 3,000 holds is one violation, with its evidence, and the JSON report stays small', () => {
-    const r = new Resource(true)
+  it('one token reset among 3,000 holds is one violation, with its evidence, and stays small', () => {
     // Tokens rise, fall back once (a store that lost its counter), then rise again from there.
-    for (let i = 0; i < 3000; i++) {
-      const token = i < 1500 ? 1000n + BigInt(i) : 10n + BigInt(i)
-      r.holds.push(hold(1 + (i % 3), token, i * 10, i * 10 + 1000, i * 10 + 5))
-    }
-    const v = findViolations(r, { progressWindowMs: 1000, endedAt: 40_000 })
+    const events: HistoryEvent[] = []
+    for (let i = 0; i < 3000; i++) events.push(...hold(1 + (i % 3), i < 1500 ? 1000n + BigInt(i) : 10n + BigInt(i), i * 10 + 1, i * 10 + 1000, i * 10 + 5))
+    const v = check(history(events, 40_000)).violations
     assert.equal(v.length, 1, `one violation, got ${v.length}`)
-    assert.equal(v[0]!.kind, 'token-order')
-    assert.ok(v[0]!.kind === 'token-order' && v[0]!.later.token === 1510n && v[0]!.earlier.token === 2499n)
-    assert.ok(v[0]!.kind === 'token-order' && v[0]!.followers > 900, 'the holds after it that stayed below are counted in its evidence')
-    assert.ok(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? String(x) : x)).length < 2000)
+    assert.equal(v[0]!.property, 'token-order')
+    assert.match(v[0]!.evidence, /got token 1510 .* token 2499 .*the (\d+) grant\(s\) after it stayed below token 2499/)
+    assert.ok(Number(/the (\d+) grant/.exec(v[0]!.evidence)![1]) > 900, 'the holds after it that stayed below are counted in its evidence')
+    assert.ok(JSON.stringify(v).length < 2000)
   })
 
   it('overlaps are reported once per offending hold, against the hold still running', () => {
-    const r = new Resource(true)
     // 500 holds granted one after another, none ending before the run does
     // (a store that forgot every one of them): 500 offending holds, not 124,750 pairs.
-    for (let i = 0; i < 500; i++) r.holds.push(hold(1 + (i % 3), 1n + BigInt(i), i * 10, 100_000))
-    const v = findViolations(r, { progressWindowMs: 1000, endedAt: 200_000 })
+    const events: HistoryEvent[] = []
+    for (let i = 0; i < 500; i++) events.push(...hold(1 + (i % 3), 1n + BigInt(i), i * 10 + 1, 100_000))
+    const v = check(history(events, 200_000)).violations
     assert.equal(v.length, 499, 'every hold but the first overlaps one earlier hold')
-    assert.ok(v.every((x) => x.kind === 'overlap'))
+    assert.ok(v.every((x) => x.property === 'two-holders'))
   })
 
   it('calls the store did not answer are outages, and no progress is claimed missing during one', () => {
-    const r = new Resource(true)
-    r.holds.push(hold(1, 10n, 0, 1000, 100), hold(2, 11n, 9000, 10_000, 9100))
-    r.faults.push({ kind: 'kill', worker: 1, at: 200, healedAt: 200 })
-    for (let at = 500; at <= 4000; at += 500) r.unavailable.push({ worker: 2, at, during: 'connect', message: 'BACKEND_UNAVAILABLE: down' })
-    r.unavailable.push({ worker: 3, at: 20_000, during: 'acquire', message: 'BACKEND_UNAVAILABLE: down again' })
-    const outages = outagesOf(r)
+    const calls: Unavailable[] = []
+    for (let at = 500; at <= 4000; at += 500) calls.push({ worker: 2, at, during: 'connect', message: 'BACKEND_UNAVAILABLE: down' })
+    calls.push({ worker: 3, at: 20_000, during: 'acquire', message: 'BACKEND_UNAVAILABLE: down again' })
+    const grants = [0, 9000]
+    const outages = outagesOf(calls, grants)
     assert.deepEqual(outages.map((o) => [o.from, o.to, o.recoveredAt, o.calls]), [[500, 4000, 9000, 8], [20_000, 20_000, undefined, 1]])
-    assert.deepEqual(findViolations(r, { progressWindowMs: 1000, endedAt: 30_000 }), [])    // A call that failed in a worker just after this run paused it is the pause's doing, not an outage.
-    r.faults.push({ kind: 'pause', worker: 3, at: 18_000, healedAt: 19_500 })
-    assert.equal(outagesOf(r, 1000).length, 1)
-    assert.equal(outagesOf(r, 0).length, 2)
+    const kill: Fault = { type: 'fault', kind: 'kill', target: 'worker 1', at: 200, healedAt: 200 }
+    assert.deepEqual(stallsOf([kill], grants, outages, { windowMs: 1000, endedAt: 30_000 }), [])
+    // A call that failed in a worker just after this run paused it is the pause's doing, not an outage.
+    const pause: Fault = { type: 'fault', kind: 'pause', target: 'worker 3', at: 18_000, healedAt: 19_500 }
+    assert.equal(outagesOf(calls, grants, [pause], 1000).length, 1)
+    assert.equal(outagesOf(calls, grants, [pause], 0).length, 2)
+  })
+
+  it('a failed call in the history is unavailability; what a fault did is counted in its window', () => {
+    const events: HistoryEvent[] = [
+      ...hold(1, 10n, 10, 1010), { type: 'loss', process: 1, client: 0, lease: 'p1l10', at: 600 },
+      { type: 'invoke', process: 2, client: 0, op: 'x', kind: 'acquire', primitive: 'mutex', names: ['n'], at: 550 },
+      { type: 'complete', process: 2, client: 0, op: 'x', at: 700, outcome: 'error', code: 'BACKEND_UNAVAILABLE', message: 'baton: down' },
+      ...hold(2, 11n, 1500, 2500, 1600),
+    ]
+    const calls = unavailableCalls(events)
+    assert.deepEqual(calls, [{ worker: 2, at: 700, during: 'acquire', message: 'BACKEND_UNAVAILABLE: down' }])
+    const fault: Fault = { type: 'fault', kind: 'fault-cmd', target: 'redis-cli SHUTDOWN', at: 500, healedAt: 800 }
+    assert.deepEqual(effectOf(fault, events, [], calls, 2000), { holdsLost: 1, violations: 0, failedCalls: 1, recoveredAfterMs: 1000 })
   })
 
   it('the history clock is one clock for every process of the machine', () => {
@@ -311,11 +330,13 @@ describe('verify: the checks', () => {
   })
 
   it('with fencing on, stale reads and writes are refused and nothing is lost', () => {
-    const r = new Resource(true)
-    const newer = r.read(20n)
-    assert.equal(r.read(10n).accepted, false)
-    assert.equal(r.write(1, 10n, 5, 0).accepted, false)
-    assert.equal(r.write(2, 20n, newer.value + 1, newer.version).accepted, true)
-    assert.deepEqual(findViolations(r, { progressWindowMs: 1000, endedAt: Date.now() }), [])
+    const counter = new FencedCounter('n', true)
+    const newer = counter.read(20n)
+    assert.equal(counter.read(10n).accepted, false)
+    const stale = counter.write(by(1, 10n), 10n, 5, 0)
+    assert.equal(stale.accepted, false)
+    const fresh = counter.write(by(2, 20n), 20n, newer.value + 1, newer.version)
+    assert.equal(fresh.accepted, true)
+    assert.deepEqual(check(history([stale, fresh], historyNow() + 1)).violations, [])
   })
 })
