@@ -56,6 +56,7 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
     ...overlaps(intervals),
     ...tokenOrder(history.events),
     ...staleWrites(history.events),
+    ...lostUpdates(history.events),
     ...looksHeld(history.events),
     ...leaders(history.events),
     ...skippedTerms(history.events, history.ttlMs * 2 + OBSERVE_RETRY_CAP_MS),
@@ -114,7 +115,12 @@ function overlaps(intervals: readonly Interval[]): Finding[] {
   return found
 }
 
-/** A grant that began after another ended must carry a higher token (per name). */
+/**
+ * A grant that began after another ended must carry a higher token (per
+ * name). Where the order broke (a store that lost its counter), the grants
+ * after it that stay below the same highest token are the same break:
+ * counted in its evidence, not reported again.
+ */
 function tokenOrder(events: readonly HistoryEvent[]): Finding[] {
   const invokedAt = new Map<string, number>()
   for (const e of events) if (e.type === 'invoke') invokedAt.set(e.op, e.at)
@@ -127,16 +133,23 @@ function tokenOrder(events: readonly HistoryEvent[]): Finding[] {
     const invoked = [...list].sort((a, b) => (invokedAt.get(a.op) ?? a.at) - (invokedAt.get(b.op) ?? b.at))
     let k = 0
     let highest: (typeof grants)[number] | undefined
+    type Grant = (typeof grants)[number]
+    const breaks: { against: Grant; first: Grant; start: number; followers: number }[] = []
     for (const g of invoked) {
       const start = invokedAt.get(g.op) ?? g.at
       while (k < completed.length && completed[k]!.at < start) {
         const c = completed[k++]!
         if (!highest || BigInt(c.token) > BigInt(highest.token)) highest = c
       }
-      if (highest && BigInt(g.token) <= BigInt(highest.token) && highest.lease !== g.lease) {
-        found.push({ property: 'token-order', at: g.at, involved: [highest.lease, g.lease],
-          evidence: `"${name}": ${g.lease} got token ${g.token} (asked at ${t(start)}) after ${highest.lease} had been granted token ${highest.token} at ${t(highest.at)}` })
-      }
+      if (!highest || BigInt(g.token) > BigInt(highest.token) || highest.lease === g.lease) continue
+      const last = breaks.at(-1)
+      if (last?.against === highest) last.followers++
+      else breaks.push({ against: highest, first: g, start, followers: 0 })
+    }
+    for (const { against: h, first: g, start, followers } of breaks) {
+      found.push({ property: 'token-order', at: g.at, involved: [h.lease, g.lease],
+        evidence: `"${name}": ${g.lease} got token ${g.token} (asked at ${t(start)}) after ${h.lease} had been granted token ${h.token} at ${t(h.at)}` +
+          (followers > 0 ? `; the ${followers} grant(s) after it stayed below token ${h.token}` : '') })
     }
   }
   return found
@@ -149,6 +162,14 @@ function staleWrites(events: readonly HistoryEvent[]): Finding[] {
       property: 'stale-write' as const, at: w.at, involved: [w.lease],
       evidence: `"${w.name}": the resource accepted ${w.lease}'s write with token ${w.token} at ${t(w.at)} after token ${w.highestBefore}`,
     } : undefined!)
+}
+
+/** A read-modify-write accepted although the resource had changed since the writer read it (a fence on the write alone lets this through). */
+function lostUpdates(events: readonly HistoryEvent[]): Finding[] {
+  return events.flatMap((w) => w.type === 'write' && w.accepted && w.readVersion !== undefined && w.readVersion !== w.versionAtWrite ? [{
+    property: 'lost-update' as const, at: w.at, involved: [w.lease],
+    evidence: `"${w.name}": ${w.lease} (token ${w.token}) wrote at ${t(w.at)} from version ${w.readVersion}, but the resource was at version ${w.versionAtWrite}`,
+  }] : [])
 }
 
 /** A lease read as held (or its signal as not aborted) with no time left, twice, a few ms apart. */

@@ -11,7 +11,7 @@ import type { Lease } from '../core/lease.js'
 import { isBatonError } from '../core/errors.js'
 import type { Leadership } from '../primitives/election.js'
 import type { MultiLease } from '../primitives/multi.js'
-import { historyNow, type HistoryEvent, type HoldMode, type OpKind, type Primitive } from './history.js'
+import { historyNow, PRIMITIVES, type HistoryEvent, type HoldMode, type OpKind, type Primitive } from './history.js'
 import { permitsOf, type Step } from './plan.js'
 
 export interface ClientSettings {
@@ -36,6 +36,13 @@ export interface Probed {
   readonly held: boolean
   readonly signal: AbortSignal
   remainingMs(): number
+}
+
+/** The primitives a store offers (its capabilities, and whether it can elect). */
+export function offeredPrimitives(baton: Baton): Primitive[] {
+  const d = baton.driver
+  return PRIMITIVES.filter((p) => p === 'fair' ? d.capabilities.fair : p === 'rwlock' ? d.capabilities.rwlock
+    : p === 'semaphore' ? d.capabilities.semaphore : p === 'election' ? Boolean(d.proclaim && d.observe && d.electionRefusal === undefined) : true)
 }
 
 /** The name a plan index stands for. */

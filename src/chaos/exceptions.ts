@@ -8,7 +8,7 @@
 /** What the checker checks; each violation is of one of these. */
 export type Property =
   | 'two-holders' | 'over-permits' | 'reader-beside-writer' | 'two-leaders' | 'observer-order' | 'observer-skipped-term'
-  | 'token-order' | 'stale-write' | 'looks-held-after-deadline' | 'leftover-state' | 'waiter-starved'
+  | 'token-order' | 'stale-write' | 'lost-update' | 'looks-held-after-deadline' | 'leftover-state' | 'waiter-starved'
 
 export interface KnownException {
   /** Store kinds it applies to (as the chaos runner and `baton verify` name them). */
@@ -48,6 +48,11 @@ export const KNOWN_EXCEPTIONS: readonly KnownException[] = [
 /** The exception covering `property` on `store` for a fault of `fault`, if any. */
 export function exceptionFor(store: string, fault: string, property: Property): KnownException | undefined {
   return KNOWN_EXCEPTIONS.find((e) => e.stores.includes(store) && e.faults.includes(fault) && e.properties.includes(property))
+}
+
+/** Why `store` may break `property` under some fault, if an exception says so (`baton verify` says it beside the violation). */
+export function knownLimitOf(store: string, property: Property): KnownException | undefined {
+  return KNOWN_EXCEPTIONS.find((e) => e.stores.includes(store) && e.properties.includes(property))
 }
 
 /** The table as docs/faults.md shows it (between its chaos-exceptions markers). */

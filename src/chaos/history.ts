@@ -129,6 +129,13 @@ export interface Write extends Actor {
   readonly accepted: boolean
   /** The highest token the resource had accepted for `name` before. */
   readonly highestBefore: string | null
+  /**
+   * A read-modify-write (`baton verify`'s counter): the version the writer
+   * read, and the resource's version when the write arrived. An accepted
+   * write whose two differ lost an update.
+   */
+  readonly readVersion?: number
+  readonly versionAtWrite?: number
 }
 
 /** A fault the nemesis (or `--fault-cmd`) made. */

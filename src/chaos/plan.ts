@@ -46,6 +46,13 @@ export interface PlanSettings {
   /** Names per primitive: few, so clients contend. */
   readonly names: number
   readonly stepsPerClient: number
+  /**
+   * Every hold waits (no tryAcquire, no abort, no forced release): some
+   * client is always queued on each name, so a window where the store lets
+   * a second holder in (a failover, a restart) is tried. `baton verify`
+   * sets it.
+   */
+  readonly contend?: boolean
 }
 
 /** Permits of a semaphore name: 2 or 3, from its index, so every plan agrees. */
@@ -62,7 +69,7 @@ function stepOf(random: Random, s: PlanSettings): Step {
   const roll = random.next()
   const primitive = random.pick(s.primitives)
   const name = () => random.int(0, s.names - 1)
-  if (roll < 0.04) return { action: 'forceRelease', primitive: primitive === 'multi' ? 'mutex' : primitive, names: [name()] }
+  if (roll < 0.04 && !s.contend) return { action: 'forceRelease', primitive: primitive === 'multi' ? 'mutex' : primitive, names: [name()] }
   if (roll < 0.1 && s.primitives.includes('election')) return { action: 'leader', names: [name()] }
   if (roll < 0.14) return { action: 'idle', ms: random.int(10, 300) }
   const ttl = s.ttlMs
@@ -71,7 +78,7 @@ function stepOf(random: Random, s: PlanSettings): Step {
   // Most holds end well inside one ttl; a lapse outlives it; a renewed one may last a few.
   const holdMs = lapse ? Math.round(ttl * (1.2 + random.next())) : autoExtend ? random.int(20, ttl * 2) : random.int(10, Math.round(ttl * 0.5))
   const roll2 = random.next()
-  const wait: WaitMode = roll2 < 0.25 ? { kind: 'try' } : roll2 < 0.35 ? { kind: 'abort', afterMs: random.int(5, ttl) } : { kind: 'wait', ms: random.int(ttl, ttl * 6) }
+  const wait: WaitMode = s.contend ? { kind: 'wait', ms: random.int(ttl * 3, ttl * 10) } : roll2 < 0.25 ? { kind: 'try' } : roll2 < 0.35 ? { kind: 'abort', afterMs: random.int(5, ttl) } : { kind: 'wait', ms: random.int(ttl, ttl * 6) }
   const names = primitive === 'multi'
     ? [...new Set(Array.from({ length: random.int(2, 3) }, name))]
     : [name()]

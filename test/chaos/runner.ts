@@ -12,9 +12,10 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { connect, type Baton } from '../../src/index.js'
 import { check, type Verdict } from '../../src/chaos/checker.js'
-import { historyNow, PRIMITIVES, type History, type HistoryEvent, type Primitive } from '../../src/chaos/history.js'
+import { historyNow, type History, type HistoryEvent, type Primitive } from '../../src/chaos/history.js'
 import { formatRun } from '../../src/chaos/report.js'
-import { nameOf } from '../../src/chaos/client.js'
+import { nameOf, offeredPrimitives } from '../../src/chaos/client.js'
+import { FencedNames } from '../../src/chaos/resource.js'
 import { startProxy, type Proxy } from '../harness/proxy.js'
 import { ms } from '../harness/timing.js'
 import type { ChildMessage, ChildSettings } from './child.js'
@@ -47,13 +48,11 @@ export function replayOf(o: ChaosOptions): string {
     (o.faults ? ` --faults ${o.faults.join(',')}` : '') + (o.primitives ? ` --primitives ${o.primitives.join(',')}` : '')
 }
 
-/** The primitives `url`'s store offers (capabilities, and whether it can elect). */
+/** The primitives `url`'s store offers. */
 async function offered(url: string): Promise<Primitive[]> {
   const baton = await connect(url)
   try {
-    const d = baton.driver
-    return PRIMITIVES.filter((p) => p === 'fair' ? d.capabilities.fair : p === 'rwlock' ? d.capabilities.rwlock
-      : p === 'semaphore' ? d.capabilities.semaphore : p === 'election' ? Boolean(d.proclaim && d.observe && d.electionRefusal === undefined) : true)
+    return offeredPrimitives(baton)
   } finally {
     await baton.close()
   }
@@ -76,7 +75,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     let stopAt: number | undefined
     const ready: Promise<void>[] = []
     const graceMs = ttlMs * 3
-    const highest = new Map<string, bigint>()
+    const resource = new FencedNames()
     let nextIndex = 0
     const exits: Promise<void>[] = []
     const start = () => {
@@ -91,13 +90,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       ready.push(new Promise((resolve) => { child.on('message', (m: ChildMessage) => { if (m.type === 'ready') resolve() }); child.once('exit', () => resolve()) }))
       child.on('message', (m: ChildMessage) => {
         if (m.type === 'ready') return
-        // The fenced resource: refuses a token below the highest it accepted for the name.
-        const token = BigInt(m.token)
-        const before = highest.get(m.name)
-        const accepted = before === undefined || token >= before
-        if (accepted) highest.set(m.name, token)
-        parentEvents.push({ type: 'write', process: m.process, client: m.client, lease: m.lease, name: m.name, token: m.token, at: historyNow(), accepted, highestBefore: before === undefined ? null : String(before) })
-        if (child.connected) child.send({ type: 'write', id: m.id, accepted })
+        const write = resource.write(m, m.name, BigInt(m.token))
+        parentEvents.push(write)
+        if (child.connected) child.send({ type: 'write', id: m.id, accepted: write.accepted })
       })
     }
     for (let i = 0; i < (o.processes ?? 3); i++) start()

@@ -20,9 +20,12 @@ import { startPostgres } from '../harness/postgres.js'
 import { startEtcd } from '../harness/etcd.js'
 import { startZookeeper } from '../harness/zookeeper.js'
 import { startBatonServer } from '../harness/baton-server.js'
-import { findViolations, outagesOf, Resource } from '../../src/cli/verify/history.js'
+import { effectOf, outagesOf, stallsOf, unavailableCalls, type Unavailable } from '../../src/cli/verify/history.js'
 import { historyNow } from '../../src/cli/verify/clock.js'
 import { exitStatusOf, type VerifyReport } from '../../src/cli/commands/verify.js'
+import { check } from '../../src/chaos/checker.js'
+import type { Fault, History, HistoryEvent } from '../../src/chaos/history.js'
+import { FencedCounter } from '../../src/chaos/resource.js'
 
 after(() => stopAll())
 
@@ -47,7 +50,7 @@ async function verify(url: string, args: string[] = FAULTY, env: Record<string, 
 function assertPassed(code: number | null, report: VerifyReport): void {
   assert.deepEqual(report.violations, [], `no violation (faults: ${JSON.stringify(report.faults)})`)
   if (code === 69) assert.ok(report.stalls.length + report.unavailable.length > 0, `exit 69 says why: ${JSON.stringify(report)}`)
-  else assert.equal(code, 0)
+  else assert.equal(code, 0, `worker failures: ${JSON.stringify(report.workerFailures)}`)
   assert.equal(report.passed, true)
   assert.ok(report.holds >= 3 && report.writesAccepted > 0, `work was done: ${report.holds} holds`)
   assert.ok(report.faults.some((f) => f.kind === 'pause') && report.faults.some((f) => f.kind === 'kill'), 'faults were injected')
@@ -69,6 +72,54 @@ describe('baton verify', () => {
     })
   }
 
+  it('runs every workload on Redis: the chaos plans through the chaos client, judged by the chaos checker', async () => {
+    const redis = await startRedis()
+    for (const workload of ['mutex', 'fair', 'rwlock', 'semaphore', 'election', 'multi', 'mixed']) {
+      const { code, report } = await verify(redis.url, ['--workload', workload, '--seed', '7', '--workers', '2', '--seconds', seconds(5), '--ttl', '1s', '--pause', '2s', '--kill', '3s', '--json'])
+      assert.deepEqual(report.violations, [], `${workload}: no violation`)
+      assert.equal(report.workload, workload)
+      assert.equal(report.seed, 7)
+      assert.deepEqual(report.primitives, workload === 'mixed' ? ['mutex', 'fair', 'rwlock', 'semaphore', 'election', 'multi'] : [workload])
+      assert.ok(report.holds > 0, `${workload}: work was done: ${JSON.stringify(report.ops)}`)
+      assert.ok(Object.keys(report.ops).some((op) => op.startsWith(workload === 'mixed' ? '' : `${workload} `)), `${workload}: its operations ran: ${JSON.stringify(report.ops)}`)
+      // A stall after a fault (load causes it as readily as a store) may turn 0 into 69, never into 1.
+      if (code === 69) assert.ok(report.stalls.length + report.unavailable.length > 0, `${workload}: exit 69 says why`)
+      else assert.equal(code, 0, `${workload}: ${JSON.stringify(report)}`)
+    }
+  })
+
+  it('--fault-cmd stopping the Redis server and resuming it is a fault with its effect in the report, never a violation', async () => {
+    const redis = await startRedis()
+    const { code, report } = await verify(redis.url, ['--workload', 'mutex', '--workers', '2', '--seconds', seconds(8), '--ttl', '1s', '--pause', '0', '--kill', '0',
+      '--fault-cmd', `kill -STOP ${redis.pid}; sleep 2; kill -CONT ${redis.pid}`, '--fault-every', '3s', '--json'])
+    assert.deepEqual(report.violations, [], 'a stalled store that keeps its holds lets nobody in twice')
+    const faults = report.faults.filter((f) => f.kind === 'fault-cmd')
+    assert.ok(faults.length >= 1, `the fault ran: ${JSON.stringify(report.faults)}`)
+    for (const f of faults) {
+      assert.match(f.target, /kill -STOP/)
+      assert.equal(f.detail, 'exit 0')
+      assert.ok(f.healedAt !== undefined && f.healedAt >= f.at, 'it is said when the fault command ended')
+      assert.equal(f.effect.violations, 0)
+      assert.ok(f.effect.holdsLost >= 0 && f.effect.failedCalls >= 0)
+    }
+    assert.ok(faults.some((f) => f.effect.recoveredAfterMs !== undefined), `work went on after the fault: ${JSON.stringify(faults)}`)
+    assert.equal(report.passed, true)
+    assert.ok(code === 0 || code === 69, `0, or 69 for calls the stopped store did not answer: ${code}`)
+  })
+
+  it('--fault-cmd wiping the store (FLUSHALL) under waiting contenders: two holders, exit 1, with the fault that caused them', async () => {
+    const redis = await startRedis()
+    const { code, report } = await verify(redis.url, ['--workload', 'mutex', '--workers', '3', '--seconds', seconds(8), '--ttl', '2s', '--pause', '0', '--kill', '0',
+      '--fault-cmd', `redis-cli -p ${redis.port} FLUSHALL`, '--fault-every', '1s', '--json'])
+    assert.equal(code, 1, 'a violation fails the run')
+    assert.equal(report.passed, false)
+    const overlap = report.violations.find((v) => v.kind === 'two-holders')
+    assert.ok(overlap, `two holders are reported: ${JSON.stringify(report.violations)}`)
+    for (const token of overlap.tokens) assert.match(overlap.evidence, new RegExp(`token ${token}`))
+    assert.match(overlap.knownLimit ?? '', /restarts empty/, 'the documented limit of a Redis without persistence is said beside it, not as an excuse')
+    assert.ok(report.faults.some((f) => f.kind === 'fault-cmd' && f.effect.violations > 0), `the fault that let them in says so: ${JSON.stringify(report.faults)}`)
+  })
+
   it('catches two holders on a Redis wiped mid-run, with their tokens, and the fenced counter refuses the stale holder', async () => {
     const redis = await startRedis()
     const run = verify(redis.url, ['--workers', '3', '--seconds', seconds(8), '--ttl', '3s', '--hold', '1s', '--pause', '0', '--kill', '0', '--json'])
@@ -89,12 +140,12 @@ describe('baton verify', () => {
     const { code, report } = await run
     assert.equal(code, 1, 'a violation fails the run')
     assert.equal(report.passed, false)
-    const overlap = report.violations.find((v) => v.kind === 'overlap')
+    const overlap = report.violations.find((v) => v.kind === 'two-holders')
     assert.ok(overlap, `an overlap is reported: ${JSON.stringify(report.violations)}`)
     assert.equal(overlap.tokens.length, 2)
     for (const token of overlap.tokens) assert.match(overlap.evidence, new RegExp(`token ${token}`))
     assert.ok(report.staleWritesRefused > 0, 'the fenced counter refused the overtaken holder')
-    assert.ok(!report.violations.some((v) => v.kind === 'lost-update' || v.kind === 'stale-write-accepted'), 'fencing kept the counter right')
+    assert.ok(!report.violations.some((v) => v.kind === 'lost-update' || v.kind === 'stale-write'), 'fencing kept the counter right')
   })
 
   it('a wall clock stepped back 3 s mid-run (in the verifier and every worker) fakes no overlap: the history runs on the monotonic clock', async () => {
@@ -217,7 +268,8 @@ describe('baton verify', () => {
   }
 
   it('refuses bad input with exit 2', async () => {
-    for (const args of [['--workers', '1'], ['--ttl', '1s', '--hold', '2s'], ['--seconds', 'soon'], ['--pause', '-1']]) {
+    for (const args of [['--workers', '1'], ['--ttl', '1s', '--hold', '2s'], ['--seconds', 'soon'], ['--pause', '-1'], ['--workload', 'queue'],
+      ['--fault-every', '5s'], ['--fault-cmd', ' '], ['--seed', 'x']]) {
       const { code, stderr } = await startBaton(['verify', '--store', 'redis://127.0.0.1:1', ...args]).finished
       assert.equal(code, 2, `${args.join(' ')}: ${stderr}`)
       assert.match(stderr, /baton verify: /)
@@ -227,78 +279,94 @@ describe('baton verify', () => {
   })
 })
 
-describe('verify: the checks', () => {
-  const hold = (worker: number, token: bigint, grantedAt: number, validUntil: number, endedAt?: number) =>
-    ({ worker, token, grantedAt, validUntil, ...(endedAt === undefined ? {} : { endedAt }) })
+describe('verify: the checks (the chaos checker, and what verify adds)', () => {
+  /** A hold as a worker records it: asked 1 ms before its grant, `end` when it said it stopped. */
+  const hold = (worker: number, token: bigint, grantedAt: number, deadline: number, endedAt?: number): HistoryEvent[] => {
+    const actor = { process: worker, client: 0 }
+    const lease = `p${worker}l${token}`
+    return [
+      { type: 'invoke', ...actor, op: `${lease}-op`, kind: 'acquire', primitive: 'mutex', names: ['n'], at: grantedAt - 1 },
+      { type: 'complete', ...actor, op: `${lease}-op`, at: grantedAt, outcome: 'ok' },
+      { type: 'grant', ...actor, op: `${lease}-op`, lease, primitive: 'mutex', name: 'n', mode: 'exclusive', token: String(token), weight: 1, permits: 1, at: grantedAt, deadline },
+      ...(endedAt === undefined ? [] : [{ type: 'end', ...actor, lease, at: endedAt, why: 'release' } as HistoryEvent]),
+    ]
+  }
+  const history = (events: HistoryEvent[], endedAt = 10_000): History =>
+    ({ seed: 1, store: 'redis', events: events.sort((a, b) => a.at - b.at), ttlMs: 1000, startedAt: 0, endedAt })
+  const by = (worker: number, token: bigint) => ({ process: worker, client: 0, lease: `p${worker}l${token}` })
 
   it('a stall after a fault is liveness, not a violation: exit 69, never 1; a violation still beats it', () => {
-    const stall = { kind: 'no-progress', evidence: 'no progress: no write was accepted within 5000 ms after the pause of worker 3 ended at +4.564 s' }
-    const base = {
-      store: 'redis://127.0.0.1:1', name: 'n', workers: 3, seconds: 10, ttlMs: 1000, fencing: true, holds: 40, handovers: 30,
-      writesAccepted: 40, staleWritesRefused: 0, faults: [], acquireWaitMs: { p50: 1, p99: 2, max: 3 },
-      unavailable: [], workerFailures: [], failedCallsAfterOwnPause: 0,
-    }
-    assert.equal(exitStatusOf({ ...base, violations: [], stalls: [], passed: true } as VerifyReport), 0)
-    assert.equal(exitStatusOf({ ...base, violations: [], stalls: [stall], passed: true } as VerifyReport), 69)
-    const overlap = { kind: 'overlap', evidence: 'two holders at once', tokens: ['1', '2'] }
-    assert.equal(exitStatusOf({ ...base, violations: [overlap], stalls: [stall], passed: false } as VerifyReport), 1)
+    const stall = { kind: 'no-progress', evidence: 'no progress: nothing was granted within 5000 ms after the pause of worker 3 ended at +4.564 s' }
+    assert.equal(exitStatusOf({ passed: true, unavailable: [], stalls: [] }), 0)
+    assert.equal(exitStatusOf({ passed: true, unavailable: [], stalls: [stall] }), 69)
+    assert.equal(exitStatusOf({ passed: false, unavailable: [], stalls: [stall] }), 1)
   })
 
   it('a paused holder whose lease ran out is no overlap; one still within its lease is', () => {
-    const r = new Resource(true)
-    r.holds.push(hold(1, 10n, 0, 1000), hold(2, 11n, 1001, 2000, 1500), hold(3, 12n, 1400, 3000, 1600))
-    const v = findViolations(r, { progressWindowMs: 1000, endedAt: 5000 })
-    assert.deepEqual(v.map((x) => x.kind), ['overlap'])
+    const v = check(history([...hold(1, 10n, 0, 1000), ...hold(2, 11n, 1001, 2000, 1500), ...hold(3, 12n, 1400, 3000, 1600)]))
+    assert.deepEqual(v.violations.map((x) => x.property), ['two-holders'])
   })
 
   it('tokens that go back between holders, stale writes and lost updates without fencing, and a stall after a fault', () => {
-    const r = new Resource(false)
-    r.holds.push(hold(1, 10n, 0, 1000, 100), hold(2, 9n, 200, 1200, 300))
-    assert.equal(r.read(10n).accepted, true)
-    r.write(1, 10n, 1, 0, 50)
-    r.write(2, 9n, 1, 0, 250)
-    r.faults.push({ kind: 'kill', worker: 2, at: 300, healedAt: 300 })
-    const kinds = findViolations(r, { progressWindowMs: 1000, endedAt: 5000 }).map((x) => x.kind).sort()
-    assert.deepEqual(kinds, ['lost-update', 'no-progress', 'stale-write-accepted', 'token-order'])
+    const counter = new FencedCounter('n', false)
+    assert.equal(counter.read(10n).accepted, true)
+    const events = [...hold(1, 10n, 0, 1000, 100), ...hold(2, 9n, 200, 1200, 300),
+      counter.write(by(1, 10n), 10n, 1, 0, 50), counter.write(by(2, 9n), 9n, 1, 0, 250)]
+    const kinds = check(history(events)).violations.map((x) => x.property).sort()
+    assert.deepEqual(kinds, ['lost-update', 'stale-write', 'token-order'])
+    const kill: Fault = { type: 'fault', kind: 'kill', target: 'worker 2', at: 300, healedAt: 300 }
+    assert.equal(stallsOf([kill], [0, 200], [], { windowMs: 1000, endedAt: 5000 }).length, 1)
+    assert.equal(stallsOf([kill], [0, 200, 900], [], { windowMs: 1000, endedAt: 5000 }).length, 0)
   })
 
-  it('one token reset among 3,000 holds is one violation, with its evidence, and the JSON report stays small', () => {
-    const r = new Resource(true)
+  it('one token reset among 3,000 holds is one violation, with its evidence, and stays small', () => {
     // Tokens rise, fall back once (a store that lost its counter), then rise again from there.
-    for (let i = 0; i < 3000; i++) {
-      const token = i < 1500 ? 1000n + BigInt(i) : 10n + BigInt(i)
-      r.holds.push(hold(1 + (i % 3), token, i * 10, i * 10 + 1000, i * 10 + 5))
-    }
-    const v = findViolations(r, { progressWindowMs: 1000, endedAt: 40_000 })
+    const events: HistoryEvent[] = []
+    for (let i = 0; i < 3000; i++) events.push(...hold(1 + (i % 3), i < 1500 ? 1000n + BigInt(i) : 10n + BigInt(i), i * 10 + 1, i * 10 + 1000, i * 10 + 5))
+    const v = check(history(events, 40_000)).violations
     assert.equal(v.length, 1, `one violation, got ${v.length}`)
-    assert.equal(v[0]!.kind, 'token-order')
-    assert.ok(v[0]!.kind === 'token-order' && v[0]!.later.token === 1510n && v[0]!.earlier.token === 2499n)
-    assert.ok(v[0]!.kind === 'token-order' && v[0]!.followers > 900, 'the holds after it that stayed below are counted in its evidence')
-    assert.ok(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? String(x) : x)).length < 2000)
+    assert.equal(v[0]!.property, 'token-order')
+    assert.match(v[0]!.evidence, /got token 1510 .* token 2499 .*the (\d+) grant\(s\) after it stayed below token 2499/)
+    assert.ok(Number(/the (\d+) grant/.exec(v[0]!.evidence)![1]) > 900, 'the holds after it that stayed below are counted in its evidence')
+    assert.ok(JSON.stringify(v).length < 2000)
   })
 
   it('overlaps are reported once per offending hold, against the hold still running', () => {
-    const r = new Resource(true)
     // 500 holds granted one after another, none ending before the run does
     // (a store that forgot every one of them): 500 offending holds, not 124,750 pairs.
-    for (let i = 0; i < 500; i++) r.holds.push(hold(1 + (i % 3), 1n + BigInt(i), i * 10, 100_000))
-    const v = findViolations(r, { progressWindowMs: 1000, endedAt: 200_000 })
+    const events: HistoryEvent[] = []
+    for (let i = 0; i < 500; i++) events.push(...hold(1 + (i % 3), 1n + BigInt(i), i * 10 + 1, 100_000))
+    const v = check(history(events, 200_000)).violations
     assert.equal(v.length, 499, 'every hold but the first overlaps one earlier hold')
-    assert.ok(v.every((x) => x.kind === 'overlap'))
+    assert.ok(v.every((x) => x.property === 'two-holders'))
   })
 
   it('calls the store did not answer are outages, and no progress is claimed missing during one', () => {
-    const r = new Resource(true)
-    r.holds.push(hold(1, 10n, 0, 1000, 100), hold(2, 11n, 9000, 10_000, 9100))
-    r.faults.push({ kind: 'kill', worker: 1, at: 200, healedAt: 200 })
-    for (let at = 500; at <= 4000; at += 500) r.unavailable.push({ worker: 2, at, during: 'connect', message: 'BACKEND_UNAVAILABLE: down' })
-    r.unavailable.push({ worker: 3, at: 20_000, during: 'acquire', message: 'BACKEND_UNAVAILABLE: down again' })
-    const outages = outagesOf(r)
+    const calls: Unavailable[] = []
+    for (let at = 500; at <= 4000; at += 500) calls.push({ worker: 2, at, during: 'connect', message: 'BACKEND_UNAVAILABLE: down' })
+    calls.push({ worker: 3, at: 20_000, during: 'acquire', message: 'BACKEND_UNAVAILABLE: down again' })
+    const grants = [0, 9000]
+    const outages = outagesOf(calls, grants)
     assert.deepEqual(outages.map((o) => [o.from, o.to, o.recoveredAt, o.calls]), [[500, 4000, 9000, 8], [20_000, 20_000, undefined, 1]])
-    assert.deepEqual(findViolations(r, { progressWindowMs: 1000, endedAt: 30_000 }), [])    // A call that failed in a worker just after this run paused it is the pause's doing, not an outage.
-    r.faults.push({ kind: 'pause', worker: 3, at: 18_000, healedAt: 19_500 })
-    assert.equal(outagesOf(r, 1000).length, 1)
-    assert.equal(outagesOf(r, 0).length, 2)
+    const kill: Fault = { type: 'fault', kind: 'kill', target: 'worker 1', at: 200, healedAt: 200 }
+    assert.deepEqual(stallsOf([kill], grants, outages, { windowMs: 1000, endedAt: 30_000 }), [])
+    // A call that failed in a worker just after this run paused it is the pause's doing, not an outage.
+    const pause: Fault = { type: 'fault', kind: 'pause', target: 'worker 3', at: 18_000, healedAt: 19_500 }
+    assert.equal(outagesOf(calls, grants, [pause], 1000).length, 1)
+    assert.equal(outagesOf(calls, grants, [pause], 0).length, 2)
+  })
+
+  it('a failed call in the history is unavailability; what a fault did is counted in its window', () => {
+    const events: HistoryEvent[] = [
+      ...hold(1, 10n, 10, 1010), { type: 'loss', process: 1, client: 0, lease: 'p1l10', at: 600 },
+      { type: 'invoke', process: 2, client: 0, op: 'x', kind: 'acquire', primitive: 'mutex', names: ['n'], at: 550 },
+      { type: 'complete', process: 2, client: 0, op: 'x', at: 700, outcome: 'error', code: 'BACKEND_UNAVAILABLE', message: 'baton: down' },
+      ...hold(2, 11n, 1500, 2500, 1600),
+    ]
+    const calls = unavailableCalls(events)
+    assert.deepEqual(calls, [{ worker: 2, at: 700, during: 'acquire', message: 'BACKEND_UNAVAILABLE: down' }])
+    const fault: Fault = { type: 'fault', kind: 'fault-cmd', target: 'redis-cli SHUTDOWN', at: 500, healedAt: 800 }
+    assert.deepEqual(effectOf(fault, events, [], calls, 2000), { holdsLost: 1, violations: 0, failedCalls: 1, recoveredAfterMs: 1000 })
   })
 
   it('the history clock is one clock for every process of the machine', () => {
@@ -311,11 +379,13 @@ describe('verify: the checks', () => {
   })
 
   it('with fencing on, stale reads and writes are refused and nothing is lost', () => {
-    const r = new Resource(true)
-    const newer = r.read(20n)
-    assert.equal(r.read(10n).accepted, false)
-    assert.equal(r.write(1, 10n, 5, 0).accepted, false)
-    assert.equal(r.write(2, 20n, newer.value + 1, newer.version).accepted, true)
-    assert.deepEqual(findViolations(r, { progressWindowMs: 1000, endedAt: Date.now() }), [])
+    const counter = new FencedCounter('n', true)
+    const newer = counter.read(20n)
+    assert.equal(counter.read(10n).accepted, false)
+    const stale = counter.write(by(1, 10n), 10n, 5, 0)
+    assert.equal(stale.accepted, false)
+    const fresh = counter.write(by(2, 20n), 20n, newer.value + 1, newer.version)
+    assert.equal(fresh.accepted, true)
+    assert.deepEqual(check(history([stale, fresh], historyNow() + 1)).violations, [])
   })
 })
