@@ -16,6 +16,7 @@ import { ms, TIMING_SCALE } from '../harness/timing.js'
 import { startBaton } from './baton-cli.js'
 import { startRedis, redisCommand, stopAll } from '../harness/servers.js'
 import { startRedlock } from '../harness/redlock.js'
+import { startMariadb } from '../harness/mariadb.js'
 import { startPostgres } from '../harness/postgres.js'
 import { startEtcd } from '../harness/etcd.js'
 import { startZookeeper } from '../harness/zookeeper.js'
@@ -61,6 +62,7 @@ describe('baton verify', () => {
     ['redis://', async () => (await startRedis()).url],
     ['redlock:// (3 nodes)', async () => (await startRedlock(3)).url],
     ['postgres://', async () => { const pg = await startPostgres(); after(() => pg.stop()); return pg.url }],
+    ['mysql:// (MariaDB)', async () => { const db = await startMariadb(); after(() => db.stop()); return db.url }],
     ['etcd://', async () => { const etcd = await startEtcd(); after(() => etcd.stop()); return etcd.url }],
     ['zk://', async () => { const zk = await startZookeeper(); after(() => zk.stop()); return `zk://${zk.hosts}/verify` }],
     ['http:// (server on memory)', async () => (await startBatonServer()).base],
