@@ -78,6 +78,16 @@ export function isTransient(error: unknown): boolean {
   return errno === 1213 || errno === 1205 || errno === 3058
 }
 
+/** Codes of a connection that is gone (closed, reset, killed by the server): no answer came. */
+const LOST = new Set(['PROTOCOL_CONNECTION_LOST', 'ECONNRESET', 'EPIPE', 'ER_CONNECTION_KILLED', 'ER_SERVER_SHUTDOWN'])
+
+/** The connection was gone before an answer came (not a timeout of ours: that one is reported). */
+export function isConnectionLost(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  const errno = errorNumber(error)
+  return (typeof code === 'string' && LOST.has(code)) || errno === 1927 || errno === 2006 || errno === 2013
+}
+
 const ACCESS_DENIED = new Set([1045, 1044, 1698])
 const NO_DATABASE = 1049
 /** Answers that mean the server is going away or not ready, not an answer to the call. */
@@ -107,8 +117,8 @@ const QUIT_WITHIN_MS = 1000
 interface OwnConnection {
   end(): Promise<void>
   destroy(): void
-  /** mysql2's connection under the promise wrapper. */
-  readonly connection?: { readonly stream?: { destroy(): void } }
+  /** mysql2's connection under the promise wrapper (its socket is `stream`). */
+  readonly connection?: object
 }
 
 /**
@@ -118,7 +128,7 @@ interface OwnConnection {
  * answer).
  */
 export function cutOff(connection: OwnConnection): void {
-  const socket = connection.connection?.stream
+  const socket = (connection.connection as { stream?: { destroy(): void } } | undefined)?.stream
   if (socket) socket.destroy()
   else connection.destroy()
 }

@@ -1,7 +1,7 @@
 // The package's root, not mysql2/promise: the CLI bundle places packages by their root name.
 import mysql from 'mysql2'
 import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise'
-import { isTransient, storeError, type MysqlTarget } from './connection.js'
+import { isConnectionLost, isTransient, queryWithin, storeError, type MysqlTarget } from './connection.js'
 import type { SqlSet, Statement } from './sql.js'
 
 /** Attempts of a transaction InnoDB gave up to break a deadlock (nothing of it was applied). */
@@ -39,6 +39,13 @@ export class Transactions {
         if (tx.wroteWakes) this.onWakes()
         return result
       } catch (cause) {
+        // A connection that was gone before its COMMIT was sent (a pooled
+        // connection the server had killed, not yet noticed by the pool)
+        // applied nothing: InnoDB rolls back what a lost session left open.
+        if (isConnectionLost(cause) && !tx.committing && attempt < TRANSIENT_ATTEMPTS) {
+          connection.destroy()
+          continue
+        }
         if (isTransient(cause) && attempt < TRANSIENT_ATTEMPTS) {
           const clean = await connection.query('ROLLBACK').then(() => true, () => false)
           if (clean) connection.release()
@@ -127,7 +134,11 @@ export class Tx {
     return ends.map((end) => results[end] as unknown[])
   }
 
+  /** Whether the COMMIT was sent: from then on, a lost answer leaves the outcome unknown. */
+  committing = false
+
   async commit(): Promise<void> {
+    this.committing = true
     this.pending.push('COMMIT')
     this.pendingCount++
     await this.flush()
@@ -144,7 +155,7 @@ export class Tx {
     const count = this.pendingCount
     this.pending = []
     this.pendingCount = 0
-    const [results] = await this.connection.query({ sql: text, timeout: this.timeoutMs })
+    const [results] = await queryWithin(this.connection, text, this.timeoutMs)
     return count === 1 ? [results] : (results as unknown[])
   }
 }
