@@ -61,7 +61,10 @@ export function loss(ctx: SuiteContext): void {
       assert.ok(isBatonError(reason, 'LEASE_LOST'), String(reason))
       assert.match(reason.message, /another client/)
       assert.equal(lease.held, false)
-      assert.equal(await b.inspect(name), null)
+      // Nobody holds it. (Redlock's view is its majority's: a node that did
+      // not answer the release in time may keep the hold, counted by nobody,
+      // until its ttl.)
+      assert.deepEqual((await b.inspect(name))?.holders ?? [], [])
     })
 
     it('a forced release frees the name: nobody is granted by it, a dead waiter at the head of a fair line never gets it', async () => {
