@@ -26,7 +26,7 @@ after(async () => {
 
 /** Watched paths the client's sessions keep on this side, all sessions together. */
 async function watchedPaths(baton: Baton): Promise<number> {
-  const sessions = (baton.driver as unknown as { sessions: Map<number, Promise<{ watchedPaths(): number }>> }).sessions
+  const sessions = (baton.driver as unknown as { sessions: { byLength: Map<number, Promise<{ watchedPaths(): number }>> } }).sessions.byLength
   let sum = 0
   for (const pending of sessions.values()) sum += (await pending).watchedPaths()
   return sum
@@ -47,7 +47,7 @@ it('observe() keeps nothing per name once its observers are gone', async () => {
       await withTimeout(changes.next(), ms(10_000), 'the first leader read')
       stop.abort()
     }
-    assert.equal((baton.driver as unknown as { observed: Map<string, unknown> }).observed.size, 0, 'no observed name is kept')
+    assert.equal((baton.driver as unknown as { elections: { observed: Map<string, unknown> } }).elections.observed.size, 0, 'no observed name is kept')
     assert.ok(await watchedPaths(baton) <= before, `watched paths kept: ${before} before, ${await watchedPaths(baton)} after 50 closed observers`)
     await leader.resign()
   } finally {

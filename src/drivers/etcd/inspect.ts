@@ -36,7 +36,10 @@ export class EtcdInspector {
     const summaries: HolderSummary[] = holders.map((entry) => {
       const mine = this.slots.get(entry.owner)
       const life = lives.get(read.leases.get(entry.id)!)
-      const left = mine?.held ? ttlLeft(mine) : ((life?.left ?? 0) - (life?.delay ?? 0)) * 1000
+      // etcd answers whole seconds: a lease with TTL t ends in under t + 1 s.
+      // Another client's hold is shown ending at the latest that can be, so
+      // no one reads it as gone while the store may still keep it.
+      const left = mine?.held ? ttlLeft(mine) : Math.max(0, (life?.left ?? 0) + (life?.left ? 1 : 0) - (life?.delay ?? 0)) * 1000
       return summaryOf(entry, wall + left)
     })
     const granted = [...new Set(holders.map((h) => lives.get(read.leases.get(h.id)!)?.granted ?? 0))].filter((s) => s > 0)
