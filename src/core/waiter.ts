@@ -209,7 +209,7 @@ async function attempts(
     signal?.removeEventListener('abort', wake)
     closing.removeEventListener('abort', wake)
 
-    const granted = grantIn(route.take())
+    const granted = staleHandover(grantIn(route.take()), request, result.holder)
     const stopNow = stopReason(request, signal, closing)
     if (stopNow) return giveUp(driver, request, stopNow, sent)
     // Counted from before the store granted, never from when the wake-up was
@@ -274,6 +274,25 @@ function waiterOf(request: AttemptRequest): LockSpec & { owner: string } {
  * The hand-over these wake-ups leave this owner holding, if any: a `lost`
  * (sent only to holders) ends every grant that came before it.
  */
+/**
+ * A hand-over the last busy answer already outlived: that answer named
+ * another exclusive holder with a later token, so the store granted the name
+ * again after ours ended. A store whose wake-ups wait in the store until read
+ * (MySQL's wake-up rows, read by a poll) can deliver a hand-over made while
+ * this process stood still (SIGSTOP) after an attempt sent once it resumed:
+ * counting that hand-over's lease from the attempt would make a dead hold
+ * look alive beside its successor. Such a wake-up is dropped; the next
+ * attempt asks the store (idempotent), as for any hand-over learnt too late.
+ */
+function staleHandover(
+  granted: Extract<Wake, { type: 'granted' }> | undefined, request: AttemptRequest, holder: HolderSummary | undefined,
+): Extract<Wake, { type: 'granted' }> | undefined {
+  if (!granted || !holder || holder.owner === request.owner) return granted
+  const exclusive = (mode: string) => mode === 'exclusive' || mode === 'write'
+  if ((exclusive(request.mode) || exclusive(holder.mode)) && holder.token > granted.token) return undefined
+  return granted
+}
+
 function grantIn(wakes: Wake[] | undefined): Extract<Wake, { type: 'granted' }> | undefined {
   let granted: Extract<Wake, { type: 'granted' }> | undefined
   for (const wake of wakes ?? []) {

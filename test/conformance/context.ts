@@ -196,6 +196,11 @@ export class Worker {
     )
   }
 
+  /** The first line starting with `prefix` printed so far, if any. */
+  printed(prefix: string): string | undefined {
+    return this.seen.find((l) => l.startsWith(prefix))
+  }
+
   send(line: string): void {
     this.child.stdin!.write(`${line}\n`)
   }

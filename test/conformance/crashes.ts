@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { nextEvent, withTimeout, type SuiteContext } from './context.js'
+import { nextEvent, sleep, withTimeout, type SuiteContext } from './context.js'
 import type { WaitEvent } from '../../src/core/events.js'
 import { ms } from '../harness/timing.js'
 
@@ -40,6 +40,35 @@ export function crashes(ctx: SuiteContext): void {
       const term = await withTimeout(next, ttl + ms(2000), 'the next candidate leading')
       assert.ok(term.token > leaderToken)
       await term.resign()
+    })
+
+    it('a waiter stopped (SIGSTOP) while the lock is handed to it, past that hold\'s ttl, does not hold beside the next holder once resumed', async (t) => {
+      if (!ctx.harness.crossProcess) return t.skip('this store lives in one process')
+      const client = await ctx.client()
+      const name = ctx.name('stopped-waiter')
+      const ttl = ms(1000)
+      const holder = await client.mutex(name, { ttl: '30s' }).acquire()
+      const stopped = ctx.worker({ task: 'wait', name, ttl })
+      await stopped.line('waiting')
+      stopped.child.kill('SIGSTOP')
+      try {
+        // Handed to the stopped waiter (where the store hands over), whose hold then runs out unrenewed.
+        await holder.release()
+        const next = await client.mutex(name, { ttl: '30s' }).acquire({ wait: ttl * 3 + ms(5000) })
+        stopped.child.kill('SIGCONT')
+        // Resumed: whatever it reads first (a hand-over waiting in the store or on its socket), it must not hold beside `next`.
+        await sleep(ms(1500))
+        assert.equal(stopped.printed('granted'), undefined, 'the resumed waiter says it holds while the next holder does')
+        assert.equal(next.held, true)
+        await next.release()
+        // It then holds after `next`, with a greater token; or its wait failed
+        // with an error (its worker exits): etcd ends a waiter whose lease ran
+        // out while it stood still, a liveness matter this test does not judge.
+        const granted = await Promise.race([stopped.line('granted'), stopped.exited.then(() => undefined)])
+        if (granted !== undefined) assert.ok(BigInt(granted.split(' ')[1]!) > next.token, 'its grant came after the next holder, with a greater token')
+      } finally {
+        stopped.child.kill('SIGCONT')
+      }
     })
 
     it('a waiter killed in the line does not stall the next one beyond its ttl', async (t) => {
