@@ -10,8 +10,7 @@ import { CreateMode, errorCode, Exception, zkDiagnosis, type ZkSession, type ZkT
 import { guarded, removeNode, type SessionEvents, type ZkSessions } from './sessions.js'
 import type { ZkSlot } from './slot.js'
 
-const NODE_DELETED = 2
-const NODE_DATA_CHANGED = 3
+const [NODE_DELETED, NODE_DATA_CHANGED] = [2, 3] // ZooKeeper's watcher event types
 
 /**
  * This client's holds and waiters: one EPHEMERAL_SEQUENTIAL node each, on a
