@@ -209,12 +209,15 @@ export function faults(ctx: SuiteContext): void {
     it('an owner tries again while the removal of its line entry is on its way: a grant it is answered stands', async (t) => {
       if (!applies(t, 'late-removal', false).run) return
       const [a, c] = [await ctx.client(), await ctx.client()]
-      // The part of the driver that removes a client's line entries (the
-      // driver itself, or its holds part where the driver is a facade).
-      type Dropper = { drop: (slot: unknown) => Promise<void> }
+      // The part of the driver that removes a client's line entries: a line
+      // kept by the client (sequenced/slots.ts's SlotStore: drop, readLine,
+      // standBehind), the holds part of the etcd and ZooKeeper drivers.
+      type Dropper = { drop: (slot: unknown) => Promise<void>; readLine: unknown; standBehind: unknown }
       const driver = a.driver
-      const dropper = [driver, (driver as unknown as { holds?: unknown }).holds].find(
-        (part): part is Dropper => typeof (part as Partial<Dropper> | undefined)?.drop === 'function')
+      const dropper = [driver, (driver as unknown as { holds?: unknown }).holds].find((part): part is Dropper => {
+        const p = part as Partial<Dropper> | undefined
+        return typeof p?.drop === 'function' && typeof p.readLine === 'function' && typeof p.standBehind === 'function'
+      })
       if (!dropper) {
         t.skip('the store ends line entries itself (a ttl in the store, one ordered command): no removal of the client to overtake')
         return
