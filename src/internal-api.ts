@@ -22,6 +22,8 @@ export {
 export type { DetachedGrant, DetachedOptions } from './core/keeper.js'
 // Validation: the server and the CLI take names, durations, waits and weights from the wire and the command line and must refuse them exactly as the library does.
 export { MAX_NAME_BYTES, validateName, validatePrefix } from './core/names.js'
+// Reserved names: the server keeps its own state under them, and the CLI's listings leave them out as the server's routes do.
+export { RESERVED_NAME_PREFIX, isReservedName } from './core/names.js'
 export { MAX_DURATION_MS, MIN_TTL_MS, parseDuration, parseTtl } from './core/duration.js'
 export { parseWait, parseWeight } from './core/options.js'
 export { parseStoreUrl } from './core/url.js'

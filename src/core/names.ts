@@ -3,6 +3,14 @@ import { invalidArgument } from './errors.js'
 /** Longest lock name, in UTF-8 bytes; keeps store keys and URLs bounded. */
 export const MAX_NAME_BYTES = 256
 
+/**
+ * Names under this prefix are baton's own (the lock server keeps its lease
+ * secret as the value of a hold on one): the server refuses them from
+ * clients, and no listing meant for people shows them unless asked by prefix.
+ */
+export const RESERVED_NAME_PREFIX = '.baton/'
+export const isReservedName = (name: string): boolean => name.startsWith(RESERVED_NAME_PREFIX)
+
 // Control characters break logs, HTTP paths and key layouts; braces would let a
 // name pick another Redis Cluster hash slot than its own.
 const FORBIDDEN = /[\u0000-\u001f\u007f{}]/

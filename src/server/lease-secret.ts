@@ -1,12 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import { type Driver, type HoldRef, invalidArgument, type LockSpec, MAX_DURATION_MS, validateName } from '../internal-api.js'
+import { type Driver, type HoldRef, invalidArgument, isReservedName, type LockSpec, MAX_DURATION_MS, RESERVED_NAME_PREFIX, validateName } from '../internal-api.js'
 import type { LeaseIds } from './lease-id.js'
 
-/**
- * Names under this prefix are the server's own: no route takes them and no
- * list shows them. One is used: the hold that keeps the lease secret.
- */
-export const RESERVED_PREFIX = '.baton/'
+/** The server's own names: no route takes them and no list shows them. One is used: the hold that keeps the lease secret. */
+export const RESERVED_PREFIX = RESERVED_NAME_PREFIX
 export const LEASE_SECRET_NAME = `${RESERVED_PREFIX}lease-secret`
 
 /** A lock name from a request: a valid name, and not one of the server's own. */
@@ -16,7 +13,7 @@ export function requestName(name: unknown): string {
   return checked
 }
 
-export const isReserved = (name: string): boolean => name.startsWith(RESERVED_PREFIX)
+export const isReserved = isReservedName
 
 /** A new random secret: 256 bits, base64url (43 characters). */
 export const newSecret = (): string => randomBytes(32).toString('base64url')

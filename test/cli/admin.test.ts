@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { connect } from '../../src/index.js'
 import { startRedis, type RedisServer } from '../harness/servers.js'
 import { baton, nodeCommand, startBaton, type Running } from './baton-cli.js'
 
@@ -73,6 +74,26 @@ describe('baton ls / inspect / release --force', () => {
     const none = await baton(['ls', '--prefix', 'nothing/'], env)
     assert.equal(none.code, 0)
     assert.equal(none.stdout.trim(), 'no locks in use')
+  })
+
+  it("a lock server's own names (.baton/) are listed only when asked by prefix, and their values never printed", async () => {
+    // A lock server sharing this store keeps its lease secret as the value of such a hold.
+    const library = await connect(redis.url)
+    const leadership = await library.election('.baton/lease-secret').campaign({ value: 'the-secret-value' })
+    try {
+      const all = JSON.parse((await baton(['ls', '--json'], env)).stdout) as LockJson[]
+      assert.deepEqual(all.map((l) => l.name), ['config', 'orders/1'])
+      const asked = await baton(['ls', '--prefix', '.baton/', '--json'], env)
+      assert.deepEqual((JSON.parse(asked.stdout) as LockJson[]).map((l) => l.name), ['.baton/lease-secret'])
+      const inspected = await baton(['inspect', '.baton/lease-secret', '--json'], env)
+      for (const output of [asked.stdout, inspected.stdout]) {
+        assert.doesNotMatch(output, /the-secret-value/)
+        assert.match(output, /"value": ?"\(hidden\)"/)
+      }
+    } finally {
+      await leadership.resign()
+      await library.close()
+    }
   })
 
   it('inspect shows one lock for people and for scripts; exit 3 when nobody holds it', async () => {

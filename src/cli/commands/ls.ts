@@ -1,4 +1,5 @@
 import { connect, type LockView } from '../../index.js'
+import { isReservedName, RESERVED_NAME_PREFIX } from '../../internal-api.js'
 import { age, EXIT, JSON_OPTION, parse, print, STORE_OPTION, storeUrl, textTable, timeLeft, toJson, whoText, modeText, type Command } from '../common.js'
 
 const USAGE = 'usage: baton ls [--prefix P] [--json] [--store URL]'
@@ -11,7 +12,8 @@ left, how many wait in line, and who the holder is (host, pid, program, and
 the command of a "baton run"), where the store keeps that.
 
 options:
-  --prefix P     only names starting with P
+  --prefix P     only names starting with P (names under "${RESERVED_NAME_PREFIX}", a lock
+                 server's own, are listed only when P starts with it)
   --json         a JSON array for scripts (tokens as decimal strings, expiresAt and
                  since in epoch ms, description as the JSON text the store keeps)
   --store URL    the store (default: BATON_URL); memory:// is refused
@@ -34,7 +36,9 @@ export const ls: Command = {
     const { values } = parsed
     const baton = await connect(storeUrl(values.store))
     try {
-      const locks = await baton.list(values.prefix === undefined ? {} : { prefix: values.prefix })
+      const prefix = values.prefix ?? ''
+      // A lock server's own holds (its lease secret) are not the operator's locks: shown only when asked for by prefix.
+      const locks = (await baton.list({ prefix })).filter((lock) => prefix.startsWith(RESERVED_NAME_PREFIX) || !isReservedName(lock.name))
       print(values.json ? toJson(locks.map(jsonView)) : lockTable(locks))
       return EXIT.ok
     } finally {
@@ -43,9 +47,17 @@ export const ls: Command = {
   },
 }
 
-/** A LockView for scripts: the reentrancy count means nothing outside the holding process. */
+/**
+ * A LockView for scripts: the reentrancy count means nothing outside the
+ * holding process, and a reserved name's value (a lock server's lease
+ * secret) is never printed, so output pasted into a ticket can not leak it.
+ */
 export function jsonView(view: LockView): object {
-  return { ...view, holders: view.holders.map(({ count: _count, ...holder }) => holder) }
+  const reserved = isReservedName(view.name)
+  return {
+    ...view,
+    holders: view.holders.map(({ count: _count, ...holder }) => (reserved && holder.value !== undefined ? { ...holder, value: '(hidden)' } : holder)),
+  }
 }
 
 /** One line per holder (a free but awaited lock gets one line with "-"). */
