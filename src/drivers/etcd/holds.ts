@@ -1,4 +1,4 @@
-import type { Etcd3, IRequestOp, Watcher } from 'etcd3'
+import { type Etcd3, EtcdLeaseInvalidError, type IRequestOp, type Watcher } from 'etcd3'
 import type { AcquireRequest, AcquireResult, ExtendResult, HoldRef, LockSpec } from '../../core/driver.js'
 import { weightOf } from '../../core/compat.js'
 import { conflictIn, encodeCandidateValue, encodeEntry, encodeNote, type LineEntry } from '../sequenced/line.js'
@@ -37,7 +37,7 @@ export class EtcdHolds implements SlotStore<EtcdSlot> {
     this.wakeUps.watches = this.watches
   }
 
-  async acquire(request: AcquireRequest): Promise<AcquireResult> {
+  async acquire(request: AcquireRequest, leaseRenewed = false): Promise<AcquireResult> {
     const known = this.slots.get(request.owner)
     if (known?.held) return this.slots.granted(known)
     if (known) return this.refreshWaiter(known, request)
@@ -55,11 +55,24 @@ export class EtcdHolds implements SlotStore<EtcdSlot> {
     const value = candidate ? encodeCandidateValue(request.value) : `${encodeEntry(request)}\n${encodeNote({ description: request.description, since: Date.now() })}`
     if (candidate) this.lines.candidates.set(key, request.owner)
     const range = this.lines.range(request.name)
-    const reply = await this.guard(this.client.kv.txn({
+    const put = this.client.kv.txn({
       compare: [{ key: Buffer.from(key), target: 'Create', result: 'Equal', create_revision: 0 }],
       success: [{ request_put: { key: Buffer.from(key), value: Buffer.from(value), lease: lease.id } }, { request_range: range }],
       failure: [{ request_range: range }],
+    })
+    const reply = await this.guard(put.catch((error: unknown) => {
+      if (leaseRenewed || !(error instanceof EtcdLeaseInvalidError)) throw error
+      return undefined
     }))
+    if (!reply) {
+      // The lease ran out while this process stood still (a pause past its
+      // ttl) and its keep-alive has not said so yet: every key on it is gone
+      // (its holds are lost, its waiters left their lines), so the attempt
+      // goes again on a new lease, at the back of the line, once.
+      this.lines.candidates.delete(key)
+      this.leases.ended(lease)
+      return this.acquire(request, true)
+    }
     const read = this.lines.parse(request.name, reply.responses[reply.succeeded ? 1 : 0]!.response_range.kvs, BigInt(reply.header.revision))
     const mine = read.line.find((e) => e.id === key)
     // Dropped at once (forced), or already reported deleted by the watch after this read: try again.

@@ -156,6 +156,12 @@ export class Leases {
     return lease
   }
 
+  /** etcd said it no longer has this lease (a request on it was refused): as if its keep-alive had. */
+  ended(lease: ClientLease): void {
+    lease.stop()
+    this.lost(lease)
+  }
+
   private lost(lease: ClientLease): void {
     if (this.bySeconds.get(lease.seconds) === lease) this.bySeconds.delete(lease.seconds)
     this.onLost(lease)
