@@ -4,12 +4,17 @@ import { pollingContender } from './polling.js'
 import { closeRedis, openRedis } from './redis-client.js'
 import type { Contender, PeerDef, Release } from './types.js'
 
-/** The baseline: SET key value NX PX ttl, released by a plain EVALSHA compare-and-delete (bench/raw-redis.ts). */
+/**
+ * The baseline: SET key value NX PX ttl, released by a plain EVALSHA
+ * compare-and-delete (bench/raw-redis.ts). Waiting, it tries again every
+ * 1 ms ('default') or at once ('fast': the spin, the ceiling of hand-overs
+ * any client-side waiting can reach).
+ */
 export const raw: PeerDef = {
   id: 'raw',
   store: 'redis',
-  label: () => 'raw SET NX PX + EVALSHA del',
-  async create({ url, ttlMs, waitMs }): Promise<Contender> {
+  label: (profile) => `raw SET NX PX + EVALSHA del${profile === 'fast' ? ' (spin)' : ''}`,
+  async create({ url, ttlMs, waitMs, profile }): Promise<Contender> {
     const client = await openRedis(url)
     await loadCompareAndDelete(client)
     const attempt = async (key: string): Promise<Release | null> => {
@@ -20,6 +25,6 @@ export const raw: PeerDef = {
         await compareAndDelete(client, key, value)
       }
     }
-    return pollingContender(raw.label('default'), waitMs, attempt, () => closeRedis(client))
+    return pollingContender(raw.label(profile), waitMs, attempt, () => closeRedis(client), profile === 'fast' ? 0 : 1)
   },
 }
