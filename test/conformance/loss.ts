@@ -174,9 +174,12 @@ export function loss(ctx: SuiteContext): void {
       const client = await ctx.client()
       const name = ctx.name('loss-watchdog')
       const renewals = nextEvent<{ name: string }>('baton:extend', (m) => m.name === name)
-      await client.mutex(name, { ttl: ms(300) }).using(async (lease) => {
+      // A ttl no stall of a busy machine reaches: the verdict needs the watchdog to renew in time.
+      const ttl = ms(1500)
+      await client.mutex(name, { ttl }).using(async (lease) => {
         await renewals
-        await new Promise((r) => setTimeout(r, ms(900)))
+        // Past a whole ttl after the first renewal: alive only if renewed again.
+        await new Promise((r) => setTimeout(r, ttl + ms(300)))
         assert.equal(lease.signal.aborted, false)
         assert.equal((await client.inspect(name))?.holders[0]?.owner, lease.owner)
       })
