@@ -271,14 +271,24 @@ function starvedWaiters(history: History, intervals: readonly Interval[], boundM
   const completedAt = new Map<string, number>()
   for (const e of history.events) if (e.type === 'complete') completedAt.set(e.op, e.at)
   const waits = history.events.filter((e): e is Invoke => e.type === 'invoke' && (e.kind === 'acquire' || e.kind === 'campaign'))
+  // By name, each in time order: a long history on few names stays near-linear (it was quadratic over every name's holds).
+  const holdsOf = groupBy(intervals, (i) => [i.name])
+  for (const list of holdsOf.values()) list.sort((a, b) => a.start - b.start)
+  const waitsOf = groupBy(waits, (w) => w.names)
+  for (const list of waitsOf.values()) list.sort((a, b) => a.at - b.at)
   const found: Finding[] = []
   for (const w of waits) {
     const until = completedAt.get(w.op) ?? history.endedAt
     for (const name of w.names) {
-      const busy = intervals.filter((i) => i.name === name && i.end > w.at && i.start < until).sort((a, b) => a.start - b.start)
-      const ahead = waits.filter((o) => o !== w && o.names.includes(name) && o.at < w.at && (completedAt.get(o.op) ?? history.endedAt) > w.at)
-      let free = ahead.reduce((t, o) => Math.max(t, completedAt.get(o.op) ?? history.endedAt), w.at)
-      for (const i of busy) {
+      let free = w.at
+      for (const o of waitsOf.get(name)!) {
+        if (o.at >= w.at) break
+        const done = completedAt.get(o.op) ?? history.endedAt
+        if (done > w.at) free = Math.max(free, done)
+      }
+      for (const i of holdsOf.get(name) ?? []) {
+        if (i.start >= until) break
+        if (i.end <= w.at) continue
         if (i.start - free > boundMs) break
         free = Math.max(free, i.end)
       }
@@ -290,4 +300,17 @@ function starvedWaiters(history: History, intervals: readonly Interval[], boundM
     }
   }
   return found
+}
+
+/** Items by each of their keys, in the items' order. */
+function groupBy<T>(items: readonly T[], keys: (item: T) => readonly string[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>()
+  for (const item of items) {
+    for (const key of keys(item)) {
+      const group = groups.get(key)
+      if (group) group.push(item)
+      else groups.set(key, [item])
+    }
+  }
+  return groups
 }

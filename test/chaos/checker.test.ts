@@ -103,6 +103,19 @@ test('a starved waiter is a warning, a violation only when asked', () => {
   assert.deepEqual(check(history([...events]), { strictProgress: true }).violations.map((f) => f.property), ['waiter-starved'])
 })
 
+test('a waiter behind holds that cover the name, or behind an earlier waiter, is not starved', () => {
+  const wait = (op: string, p: number, at: number, done?: number): HistoryEvent[] => [
+    { type: 'invoke', ...actor(p), op, kind: 'acquire', primitive: 'mutex', names: ['a'], at },
+    ...(done === undefined ? [] : [{ type: 'complete', ...actor(p), op, at: done, outcome: 'ok' } as HistoryEvent]),
+  ]
+  // Held 0–9,500 ms in turns while "w" waits 100–9,600 ms: never free for the bound (8 s).
+  const covered = [...hold('h1', 'a', 1, 0, 6000, 4000), ...hold('h2', 'a', 2, 4000, 12_000, 9500), ...wait('w', 2, 100, 9600)]
+  assert.deepEqual(check(history(covered)).warnings, [])
+  // "late" asked after "early", which waited until 9,000 ms: "late" was not first in line before then.
+  const behind = [...wait('early', 1, 50, 9000), ...wait('late', 2, 100, 9900)]
+  assert.deepEqual(check(history(behind)).warnings.map((f) => f.involved), [['early']])
+})
+
 test('docs/faults.md shows the known exceptions table the checker uses', () => {
   const doc = readFileSync(fileURLToPath(new URL('../../../docs/faults.md', import.meta.url)), 'utf8')
   const shown = /<!-- chaos-exceptions -->\n([\s\S]*?)\n<!-- \/chaos-exceptions -->/.exec(doc)?.[1]
