@@ -19,6 +19,8 @@ export interface ListingStore {
   readonly idleCounts: readonly number[]
   /** What an idle name is on this store, and why these counts. */
   readonly idleNote: string
+  /** The held names' ttl (default 10 min). */
+  readonly ttl?: string
   /** Adds idle names until `total` exist. */
   seedIdle(total: number): Promise<void>
   close(): Promise<void>
@@ -136,6 +138,8 @@ async function zookeeperStore(ctx: BenchContext, tag: string): Promise<ListingSt
     label: 'ZooKeeper',
     url: `${url}/${tag}`,
     idleCounts: ctx.pick([100_000, 250_000], [20_000]),
+    // Within the test server's maxSessionTimeout (60 s).
+    ttl: '50s',
     idleNote: 'an empty parent node (a name whose client crashed, or released less than 10 s ago); '
       + 'fewer: ZooKeeper keeps every node in its JVM heap (256 MB here)',
     async seedIdle(total) {
