@@ -101,7 +101,16 @@ export const listing: Scenario = {
   async run(ctx: BenchContext): Promise<ScenarioResult> {
     const runs = ctx.pick(3, 2)
     const measured: { store: ListingStore; figures: Figures[] }[] = []
-    for (const id of chosenStores()) measured.push(await measureStore(ctx, id, runs))
+    const failed: string[] = []
+    for (const id of chosenStores()) {
+      try {
+        measured.push(await measureStore(ctx, id, runs))
+      } catch (error) {
+        // One store failing (a timeout seeding it) does not take the others' figures with it.
+        ctx.log(`  ${id} failed: ${String(error)}`)
+        failed.push(`${id}: ${String(error).slice(0, 200)}`)
+      }
+    }
     const rows = measured.flatMap(({ store, figures }) => figures.map((f) => {
       const page = median(f.pageMs)
       const all = median(f.allMs)
@@ -131,6 +140,7 @@ export const listing: Scenario = {
       + `then GET /v1/locks?limit=${PAGE} on a lock server (\`baton serve\`, its own process) over the same store; medians. An idle name is: `
       + measured.map(({ store }) => `${store.label}, ${store.idleNote}`).join('; ') + '.',
       '',
+      ...failed.map((reason) => `Failed: ${reason}\n`),
       table(['store', 'idle names', `list({ limit: ${PAGE} }) p50`, 'list() all p50', `server GET /v1/locks?limit=${PAGE} p50`, 'listed', 'target', 'met?'], rows),
     ].join('\n')
     return { markdown, summary }
