@@ -19,7 +19,7 @@ export interface ListingStore {
   readonly idleCounts: readonly number[]
   /** What an idle name is on this store, and why these counts. */
   readonly idleNote: string
-  /** The held names' ttl (default 10 min). */
+  /** The held names' ttl, renewed while measured (default 10 min, not renewed). */
   readonly ttl?: string
   /** Adds idle names until `total` exist. */
   seedIdle(total: number): Promise<void>

@@ -43,7 +43,7 @@ async function measure(ctx: BenchContext, store: ListingStore, idleCounts: reado
     // 100 acquires at a time: etcd sets a watch per name, and times out setting 500 at once on a busy machine.
     for (let at = 0; at < HELD; at += 100) {
       leases.push(...await Promise.all(Array.from({ length: Math.min(100, HELD - at) }, (_, i) =>
-        baton.mutex(`held/${at + i}`, { ttl: store.ttl ?? '10m' }).acquire())))
+        baton.mutex(`held/${at + i}`, { ttl: store.ttl ?? '10m' }).acquire({ autoExtend: store.ttl !== undefined }))))
     }
     for (const idle of idleCounts) {
       const t0 = Date.now()
