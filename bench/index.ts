@@ -88,7 +88,7 @@ async function main(): Promise<number> {
     let result: ScenarioResult
     try {
       // Safety net: a peer stuck in a way no scenario timeout catches must not hang the benchmark.
-      result = await withTimeout(scenario.run(ctx), ctx.pick(300_000, 120_000), scenario.id)
+      result = await withTimeout(scenario.run(ctx), ctx.pick(scenario.timeoutMs?.full ?? 300_000, scenario.timeoutMs?.quick ?? 120_000), scenario.id)
     } catch (error) {
       const reason = `failed: ${reasonOf(error)}`
       log(`  ${reason}`)

@@ -46,5 +46,7 @@ export interface Scenario {
   /** Short id for BENCH_ONLY=id1,id2. */
   readonly id: string
   readonly title: string
+  /** Longest run allowed, full and quick (default 300 s and 120 s). */
+  readonly timeoutMs?: { readonly full: number; readonly quick: number }
   run(ctx: BenchContext): Promise<ScenarioResult>
 }

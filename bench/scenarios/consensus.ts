@@ -17,11 +17,11 @@ import { medianOf } from './common.js'
 import { DRAIN_MS, FLOWS, HANDOFF_HEADERS, handoffCells, handoffNotes, HOLD_MS, measureHandoffs, PROCESSES, type Entry, type HandoffRun } from './handoff.js'
 import { pairsScenario } from './pairs.js'
 
-type Store = 'etcd' | 'zookeeper'
+export type Store = 'etcd' | 'zookeeper'
 
 const urls = new Map<Store, Promise<string>>()
 /** One server per store for the whole benchmark (stopped by stopAll() at the end). */
-function storeUrl(store: Store): Promise<string> {
+export function storeUrl(store: Store): Promise<string> {
   let url = urls.get(store)
   if (!url) {
     url = store === 'etcd' ? startEtcd().then((e) => e.url) : startZookeeper().then((z) => `zk://${z.hosts}`)

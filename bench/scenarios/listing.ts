@@ -3,55 +3,20 @@
  * held lock) with HELD names held and ever more idle names beside them
  * (names released long ago keep their fencing counter for `fenceTtl`: a
  * busy deployment with one name per job has many). The same figure for
- * every store plugs in through a `ListingStore`; Redis is the one here.
+ * every store: each plugs in through a `ListingStore` (listing-stores.ts).
+ * BENCH_LISTING=redis,postgres,etcd,zookeeper picks stores (default all).
  */
 import { connect, type Baton, type Lease } from '../../src/index.js'
 import { startBatonServer } from '../../test/harness/baton-server.js'
-import { closeRedis, openRedis } from '../peers/redis-client.js'
 import { fmtInt, fmtMet, fmtMs, median, table } from '../report.js'
 import type { BenchContext, Scenario, ScenarioResult, SummaryRow } from '../types.js'
 import { runTag } from '../util.js'
+import { LISTING_STORES, type ListingStore, type ListingStoreId } from './listing-stores.js'
 
 const HELD = 10_000
 const PAGE = 100
 const TARGET_PAGE_MS = 50
 const TARGET_ALL_MS = 1000
-
-/** What the scenario needs of a store: its URL for baton, and a way to leave `count` idle names in it. */
-interface ListingStore {
-  readonly label: string
-  readonly url: string
-  /** Adds idle names (as a released name leaves them) until `total` exist. */
-  seedIdle(total: number): Promise<void>
-  close(): Promise<void>
-}
-
-/**
- * Idle names on Redis as a release leaves them: the hold key keeping only
- * the counter ("<counter>|-") for fenceTtl. Written by a Lua loop, 10,000 a call.
- */
-async function redisStore(ctx: BenchContext, prefix: string): Promise<ListingStore> {
-  const admin = await openRedis(ctx.redisUrl)
-  const idleKeys = (command: string) => `for i = tonumber(ARGV[2]), tonumber(ARGV[3]) do
-    redis.call('${command}', ARGV[1] .. ':{idle/' .. i .. '}:x'${command === 'SET' ? ", '1700000000000000|-', 'PX', 3600000" : ''})
-  end`
-  const inChunks = async (from: number, to: number, command: string): Promise<void> => {
-    for (let at = from; at < to; at += 10_000) await admin.eval(idleKeys(command), 0, prefix, at, Math.min(to, at + 10_000) - 1)
-  }
-  let seeded = 0
-  return {
-    label: 'Redis',
-    url: `${ctx.redisUrl}?prefix=${prefix}`,
-    async seedIdle(total) {
-      await inChunks(seeded, total, 'SET')
-      seeded = Math.max(seeded, total)
-    },
-    async close() {
-      await inChunks(0, seeded, 'UNLINK')
-      await closeRedis(admin)
-    },
-  }
-}
 
 interface Figures {
   idle: number
@@ -75,9 +40,10 @@ async function measure(ctx: BenchContext, store: ListingStore, idleCounts: reado
   const figures: Figures[] = []
   try {
     // The held names, spread among the idle ones in name order.
-    for (let at = 0; at < HELD; at += 500) {
-      leases.push(...await Promise.all(Array.from({ length: Math.min(500, HELD - at) }, (_, i) =>
-        baton.mutex(`held/${at + i}`, { ttl: '10m' }).acquire())))
+    // 100 acquires at a time: etcd sets a watch per name, and times out setting 500 at once on a busy machine.
+    for (let at = 0; at < HELD; at += 100) {
+      leases.push(...await Promise.all(Array.from({ length: Math.min(100, HELD - at) }, (_, i) =>
+        baton.mutex(`held/${at + i}`, { ttl: store.ttl ?? '10m' }).acquire({ autoExtend: store.ttl !== undefined }))))
     }
     for (const idle of idleCounts) {
       const t0 = Date.now()
@@ -107,20 +73,45 @@ async function measure(ctx: BenchContext, store: ListingStore, idleCounts: reado
   return figures
 }
 
+const STORE_IDS = Object.keys(LISTING_STORES) as ListingStoreId[]
+
+function chosenStores(): ListingStoreId[] {
+  const asked = process.env.BENCH_LISTING?.split(',').map((s) => s.trim()).filter(Boolean)
+  if (!asked) return STORE_IDS
+  const unknown = asked.filter((id) => !STORE_IDS.includes(id as ListingStoreId))
+  if (unknown.length > 0) throw new Error(`BENCH_LISTING: unknown store ${unknown.join(', ')} (known: ${STORE_IDS.join(', ')})`)
+  return asked as ListingStoreId[]
+}
+
+/** One store's figures, its store closed whatever happens. */
+async function measureStore(ctx: BenchContext, id: ListingStoreId, runs: number): Promise<{ store: ListingStore; figures: Figures[] }> {
+  const store = await LISTING_STORES[id](ctx, `benchlist${runTag}`)
+  try {
+    return { store, figures: await measure(ctx, store, store.idleCounts, runs) }
+  } finally {
+    await store.close()
+  }
+}
+
 export const listing: Scenario = {
   id: 'listing',
-  title: `Listing at scale: ${fmtInt(HELD)} held names among many idle ones (Redis)`,
+  title: `Listing at scale: ${fmtInt(HELD)} held names among many idle ones`,
+  // Four stores, each seeded with up to a million names.
+  timeoutMs: { full: 2_400_000, quick: 600_000 },
   async run(ctx: BenchContext): Promise<ScenarioResult> {
     const runs = ctx.pick(3, 2)
-    const idleCounts = ctx.pick([250_000, 1_000_000], [20_000])
-    const store = await redisStore(ctx, `benchlist${runTag}`)
-    let figures: Figures[]
-    try {
-      figures = await measure(ctx, store, idleCounts, runs)
-    } finally {
-      await store.close()
+    const measured: { store: ListingStore; figures: Figures[] }[] = []
+    const failed: string[] = []
+    for (const id of chosenStores()) {
+      try {
+        measured.push(await measureStore(ctx, id, runs))
+      } catch (error) {
+        // One store failing (a timeout seeding it) does not take the others' figures with it.
+        ctx.log(`  ${id} failed: ${String(error)}`)
+        failed.push(`${id}: ${String(error).slice(0, 200)}`)
+      }
     }
-    const rows = figures.map((f) => {
+    const rows = measured.flatMap(({ store, figures }) => figures.map((f) => {
       const page = median(f.pageMs)
       const all = median(f.allMs)
       return [
@@ -128,8 +119,8 @@ export const listing: Scenario = {
         `page ≤ ${TARGET_PAGE_MS} ms, all ≤ ${fmtMs(TARGET_ALL_MS)}`,
         fmtMet(page <= TARGET_PAGE_MS && all <= TARGET_ALL_MS && f.listed >= HELD),
       ]
-    })
-    const summary: SummaryRow[] = figures.flatMap((f) => [
+    }))
+    const summary: SummaryRow[] = measured.flatMap(({ store, figures }) => figures.flatMap((f) => [
       {
         figure: `listing: list({ limit: ${PAGE} }), ${fmtInt(HELD)} held + ${fmtInt(f.idle)} idle (${store.label})`,
         baton: fmtMs(median(f.pageMs)), other: '', ratio: '—', target: `≤ ${TARGET_PAGE_MS} ms`,
@@ -140,14 +131,16 @@ export const listing: Scenario = {
         baton: fmtMs(median(f.allMs)), other: '', ratio: '—', target: `≤ ${fmtMs(TARGET_ALL_MS)}`,
         met: median(f.allMs) <= TARGET_ALL_MS && f.listed >= HELD,
       },
-    ])
+    ]))
     const markdown = [
       `## ${listing.title}`,
       '',
-      `${fmtInt(HELD)} names held (one client, ttl 10 min) among idle names as a release leaves them (the counter kept for fenceTtl). `
-      + `Per number of idle names: ${runs} runs of list({ limit: ${PAGE} }) then list(), one client, then GET /v1/locks?limit=${PAGE} `
-      + 'on a lock server (`baton serve`, its own process) over the same store; medians.',
+      `${fmtInt(HELD)} names held (one client, ttl 10 min) among idle names as a release leaves them, named to sort before every held name `
+      + `(the worst case for a scan in name order). Per number of idle names: ${runs} runs of list({ limit: ${PAGE} }) then list(), one client, `
+      + `then GET /v1/locks?limit=${PAGE} on a lock server (\`baton serve\`, its own process) over the same store; medians. An idle name is: `
+      + measured.map(({ store }) => `${store.label}, ${store.idleNote}`).join('; ') + '.',
       '',
+      ...failed.map((reason) => `Failed: ${reason}\n`),
       table(['store', 'idle names', `list({ limit: ${PAGE} }) p50`, 'list() all p50', `server GET /v1/locks?limit=${PAGE} p50`, 'listed', 'target', 'met?'], rows),
     ].join('\n')
     return { markdown, summary }

@@ -1,12 +1,17 @@
 import type { Etcd3 } from 'etcd3'
 import type { HolderSummary, ListPage, LockInfo } from '../../core/driver.js'
-import { compareNames, inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
+import { compareNames, limitOf, namesOfPage } from '../../core/list.js'
 import { holdersIn, summaryOf, waiterSummaryOf, waitersIn } from '../sequenced/line.js'
 import type { Slots } from '../sequenced/slots.js'
 import { guarded, type EtcdTarget } from './connection.js'
-import { prefixEnd, type Lines } from './keys.js'
+import { prefixEnd, type LineRead, type Lines } from './keys.js'
 import { delayMarkerKey, delayOfMarker, isPhantom, type LeaseLife } from './lease.js'
 import { ttlLeft, type EtcdSlot } from './slot.js'
+
+/** Keys per range request of list(): a reply stays far below gRPC's 4 MB message limit. */
+const RANGE_CHUNK = 5000
+
+type RangeKv = Parameters<Lines['parse']>[1][number]
 
 /** inspect() and list(): a name's line with its holders' leases, and pages of names from one key range. */
 export class EtcdInspector {
@@ -19,17 +24,26 @@ export class EtcdInspector {
 
   async inspect(name: string): Promise<LockInfo | null> {
     const read = await this.lines.read(name)
-    if (read.line.length === 0) return null
-    const blocking = holdersIn(read.line)
-    const leaseIds = [...new Set(blocking.map((h) => read.leases.get(h.id)!))]
+    return this.describe(name, read, await this.livesOf([read]))
+  }
+
+  /** The lease of every holder in `reads`, each lease asked once however many names it holds. */
+  private async livesOf(reads: readonly LineRead[]): Promise<Map<string, LeaseLife>> {
+    const leaseIds = new Set(reads.flatMap((read) => holdersIn(read.line).map((h) => read.leases.get(h.id)!)))
     const lives = new Map<string, LeaseLife>()
-    await guarded(this.target, Promise.all(leaseIds.map(async (id) => {
+    await guarded(this.target, Promise.all([...leaseIds].map(async (id) => {
       const [reply, marker] = await Promise.all([
         this.client.leaseClient.leaseTimeToLive({ ID: id }),
         this.client.kv.range({ key: Buffer.from(delayMarkerKey(this.target, id)) }),
       ])
       lives.set(id, { granted: Number(reply.grantedTTL), left: Math.max(0, Number(reply.TTL)), delay: delayOfMarker(marker.kvs[0]?.value.toString()) })
     })))
+    return lives
+  }
+
+  private describe(name: string, read: LineRead, lives: ReadonlyMap<string, LeaseLife>): LockInfo | null {
+    if (read.line.length === 0) return null
+    const blocking = holdersIn(read.line)
     const wall = Date.now()
     // A lock-delay phantom blocks the name but holds nothing: no holder, as on every store (leader() is null).
     const holders = blocking.filter((entry) => this.slots.get(entry.owner)?.held || !isPhantom(lives.get(read.leases.get(entry.id)!)))
@@ -55,23 +69,44 @@ export class EtcdInspector {
   }
 
   /**
-   * One keys-only range read from the cursor on (a name after `after` has
-   * its keys at or after `<keyPrefix><after>`), then only the page's names
-   * inspected. Keys are `<name>/<id>`, so key order is not quite name order
-   * (a name with a byte below "/" sorts its keys first): the range is not
-   * cut at the page's size, and the names are sorted here.
+   * One range read of the lines from the cursor on (values included, in
+   * chunks of RANGE_CHUNK keys; a name after `after` has its keys at or after
+   * `<keyPrefix><after>`), then each lease of the page's holders asked once:
+   * a few requests for a page or for every name, not some per name. Keys are
+   * `<name>/<id>`, so key order is not quite name order (a name with a byte
+   * below "/" sorts its keys first): the range is not cut at the page's size,
+   * and the names are sorted here.
    */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const base = this.target.keyPrefix + prefix
     const after = page?.after
-    const start = after !== undefined && compareNames(after, prefix) > 0 ? this.target.keyPrefix + after : base
-    const reply = await guarded(this.target, this.client.kv.range({ key: Buffer.from(start), range_end: prefixEnd(base), keys_only: true }))
-    const names = new Set<string>()
-    for (const kv of reply.kvs) {
-      const rest = kv.key.toString().slice(this.target.keyPrefix.length)
-      const slash = rest.lastIndexOf('/')
-      if (slash > 0 && /^[0-9a-f]+(\.[\w-]+)?$/.test(rest.slice(slash + 1))) names.add(rest.slice(0, slash))
+    const byName = new Map<string, RangeKv[]>()
+    let start = Buffer.from(after !== undefined && compareNames(after, prefix) > 0 ? this.target.keyPrefix + after : base)
+    let revision = 0n
+    for (;;) {
+      const reply = await guarded(this.target, this.client.kv.range({
+        key: start, range_end: prefixEnd(base), limit: RANGE_CHUNK, ...(revision > 0n ? { revision: String(revision) } : {}),
+      }))
+      revision = BigInt(reply.header.revision)
+      for (const kv of reply.kvs) {
+        const rest = kv.key.toString().slice(this.target.keyPrefix.length)
+        const slash = rest.lastIndexOf('/')
+        if (slash <= 0 || !/^[0-9a-f]+(\.[\w-]+)?$/.test(rest.slice(slash + 1))) continue
+        const name = rest.slice(0, slash)
+        const kvs = byName.get(name)
+        if (kvs) kvs.push(kv)
+        else byName.set(name, [kv])
+      }
+      if (!reply.more || reply.kvs.length === 0) break
+      start = Buffer.concat([reply.kvs.at(-1)!.key, Buffer.from([0])])
     }
-    yield* inspectInOrder(namesOfPage(names, prefix, page), limitOf(page), (name) => this.inspect(name))
+    const names = namesOfPage(byName.keys(), prefix, page).slice(0, limitOf(page))
+    // Lines.parse wants a name's keys in create order, as Lines.range reads them.
+    const reads = names.map((name) => this.lines.parse(name, byName.get(name)!.sort((a, b) => Number(BigInt(a.create_revision) - BigInt(b.create_revision))), revision))
+    const lives = await this.livesOf(reads)
+    for (const [i, name] of names.entries()) {
+      const info = this.describe(name, reads[i]!, lives)
+      if (info) yield info
+    }
   }
 }

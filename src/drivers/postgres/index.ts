@@ -173,18 +173,24 @@ export class PostgresDriver implements Driver {
     return row ? infoOf(row) : null
   }
 
-  /** The table's own order (name is COLLATE "C": byte order), from the cursor, LIMIT the page. */
+  /**
+   * The tables' own order (names are COLLATE "C": byte order), from the
+   * cursor, LIMIT the page; names are taken from the holds and the line
+   * (sql/list.sql), so idle names cost nothing.
+   */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const pattern = likePattern(prefix)
     let after = page?.after ?? ''
     let left = limitOf(page)
     while (left > 0) {
       const size = Math.min(LIST_PAGE, left)
-      const rows = await this.run<InfoRow>('list', [pattern, after, size])
-      for (const row of rows) yield infoOf(row)
+      const rows = await this.run<ListRow>('list', [pattern, after, size])
+      // A name whose last hold ended after the page was picked has no info: left out, the page goes on.
+      const infos = rows.filter((row): row is ListRow & InfoRow => row.kind !== null).map(infoOf)
+      for (const info of infos) yield info
       if (rows.length < size) return
-      left -= rows.length
-      after = rows.at(-1)!.name
+      left -= infos.length
+      after = rows.at(-1)!.page_name
     }
   }
 
@@ -220,6 +226,9 @@ export class PostgresDriver implements Driver {
 
 
 }
+
+/** A row of list.sql: the page's name, with its info, or nulls when it went idle in between. */
+type ListRow = { page_name: string } & (InfoRow | { [K in keyof InfoRow]: null })
 
 function infoOf(row: InfoRow): LockInfo {
   return {
