@@ -77,7 +77,7 @@ export function faultsOf(t: NemesisTarget): Map<string, FaultMaker> {
     return { target: `process ${picked[0]}`, detail: 'killed (-9), a new process started in its place' }
   })
   for (const [kind, make] of Object.entries(t.store.faults)) {
-    faults.set(kind, async (random) => ({ target: t.store.kind, detail: await make(random, t.names) }))
+    faults.set(kind, async (random) => ({ target: t.store.kind, detail: await make(random, t.names, t) }))
   }
   return faults
 }
