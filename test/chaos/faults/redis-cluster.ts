@@ -53,7 +53,8 @@ export async function startClusterStore(): Promise<ChaosStore> {
       'store-restart': async (random) => {
         const node = random.pick(await mastersOf(cluster))
         await node.restart()
-        return `master :${node.port} killed (-9) and started again, empty (its replica resyncs from it, or is promoted if the restart outlasted the node timeout)`
+        // Its replica resyncs from it (empty too), or was promoted if the restart outlasted the node timeout.
+        return `master :${node.port} killed (-9) and started again, empty; a ${await roleOf(node)} now`
       },
       // Cluster clients are not proxied: the notice connections are cut from the servers' side.
       'notice-kill': async () => {
