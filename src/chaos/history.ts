@@ -168,4 +168,6 @@ export interface History {
   readonly ttlMs: number
   readonly startedAt: number
   endedAt: number
+  /** The fault kinds the run could draw (a chaos run): the coverage shows those it did not draw too. */
+  readonly faultKinds?: readonly string[]
 }

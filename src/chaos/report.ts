@@ -15,7 +15,7 @@ export interface Coverage {
 export function coverageOf(history: History, verdict: Verdict): Coverage {
   const kindOf = new Map<string, string>()
   const ops: Coverage['ops'] = {}
-  const faults: Record<string, number> = {}
+  const faults: Record<string, number> = Object.fromEntries((history.faultKinds ?? []).map((k) => [k, 0]))
   let probes = 0
   let observations = 0
   const writes = { accepted: 0, refused: 0 }

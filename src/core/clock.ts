@@ -21,11 +21,16 @@ let probe: NodeJS.Timeout | undefined
 function turn(): void {
   const now = monotonicNow()
   if (now - lastTurn > STALL_MS) {
-    stallStart = lastTurn
+    // A stall soon after another (a resumed process on a busy machine) is the
+    // same one going on: answers held through the first may still be unread.
+    if (!sameStall(lastTurn)) stallStart = lastTurn
     stallEnd = now
   }
   lastTurn = now
 }
+
+/** Whether a stall beginning at `start` continues the last one seen (closer to its end than AFTER_STALL_MS). */
+const sameStall = (start: number): boolean => start - stallEnd < AFTER_STALL_MS
 
 /**
  * Starts the loop-turn probe (once per process). Call it before sending a
@@ -58,7 +63,7 @@ export function earliestArrival(): number {
     return now
   }
   // The probe is overdue: this is the first turn after a stall it has not seen yet.
-  if (now - lastTurn > STALL_MS) return lastTurn - PROBE_MS
+  if (now - lastTurn > STALL_MS) return (sameStall(lastTurn) ? stallStart : lastTurn) - PROBE_MS
   // The probe saw a stall a moment ago: answers read now may be from before it.
   if (now - stallEnd < AFTER_STALL_MS) return stallStart - PROBE_MS
   return Math.min(now, lastTurn - PROBE_MS)

@@ -77,21 +77,21 @@ export function faultsOf(t: NemesisTarget): Map<string, FaultMaker> {
     return { target: `process ${picked[0]}`, detail: 'killed (-9), a new process started in its place' }
   })
   for (const [kind, make] of Object.entries(t.store.faults)) {
-    faults.set(kind, async (random) => ({ target: t.store.kind, detail: await make(random, t.names) }))
+    faults.set(kind, async (random) => ({ target: t.store.kind, detail: await make(random, t.names, t) }))
   }
   return faults
 }
 
-/** Runs faults one after another until `stopAt`, at seeded gaps; resolves when the last one has healed. */
-export async function runNemesis(t: NemesisTarget, seed: number, stopAt: number, only?: readonly string[]): Promise<void> {
+/** Runs faults one after another until `stopAt`, at seeded gaps; resolves when the last one has healed, with the kinds it drew from. */
+export async function runNemesis(t: NemesisTarget, seed: number, stopAt: number, only?: readonly string[]): Promise<readonly string[]> {
   const random = Random.derive(seed, 0x4e454d)
   const faults = faultsOf(t)
   const kinds = [...faults.keys()].filter((k) => !only || only.includes(k))
-  if (kinds.length === 0) return
+  if (kinds.length === 0) return kinds
   for (;;) {
     const gap = random.int(Math.round(t.ttlMs / 2), t.ttlMs * 2)
     await new Promise((resolve) => setTimeout(resolve, gap))
-    if (historyNow() >= stopAt) return
+    if (historyNow() >= stopAt) return kinds
     const kind = random.pick(kinds)
     const fault: Fault = { type: 'fault', kind, target: '', at: historyNow() }
     try {

@@ -102,7 +102,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     startedAt = historyNow()
     stopAt = startedAt + o.seconds * 1000
     for (const child of children.values()) if (child.connected) child.send({ type: 'start', stopAt })
-    await runNemesis({
+    const faultKinds = await runNemesis({
       store, proxies, ttlMs, children: () => children,
       names: [...new Set(primitives.flatMap((p) => [0, 1].map((i) => nameOf(prefix, p, i))))],
       killChild: (index) => { const c = children.get(index); c?.kill('SIGCONT'); c?.kill('SIGKILL'); start() },
@@ -123,7 +123,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       for (const line of text.split('\n')) if (line) { try { events.push(JSON.parse(line) as HistoryEvent) } catch { /* a line cut by kill -9 */ } }
     }
     events.sort((a, b) => a.at - b.at)
-    const history: History = { seed: o.seed, store: o.store, events, ttlMs, startedAt, endedAt }
+    const history: History = { seed: o.seed, store: o.store, events, ttlMs, startedAt, endedAt, faultKinds }
     const verdict = check(history)
     const replay = replayOf(o)
     return { history, verdict, report: formatRun(history, verdict, replay), replay }

@@ -2,38 +2,18 @@
  * The stores the chaos runner can start (on free loopback ports, through
  * the test harness), with the store-specific faults each offers.
  */
-import { execFile } from 'node:child_process'
-import { promisify } from 'node:util'
-import { startBatonServer } from '../harness/baton-server.js'
-import { startEtcd } from '../harness/etcd.js'
 import { startMariadb } from '../harness/mariadb.js'
 import { startPostgres } from '../harness/postgres.js'
 import { startRedlock } from '../harness/redlock.js'
-import { clusterSlotOwner, moveClusterSlot, redisCommand, startRedis, startRedisCluster, startRedisSentinel } from '../harness/servers.js'
+import { redisCommand, startRedis, startRedisSentinel } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
-import type { Random } from '../../src/chaos/prng.js'
-import { slotOfName } from '../../src/drivers/redis/keys.js'
-import { startZookeeper } from '../harness/zookeeper.js'
+import { startEtcdClusterStore, startEtcdStore } from './faults/etcd.js'
+import { startHttpMemoryStore, startHttpRedisStore } from './faults/http.js'
+import { startClusterStore } from './faults/redis-cluster.js'
+import { startZookeeperEnsembleStore, startZookeeperStore } from './faults/zookeeper.js'
+import type { ChaosStore, StoreKind } from './store.js'
 
-export const STORE_KINDS = ['redis', 'redis-cluster', 'redis-sentinel', 'redlock', 'postgres', 'mysql', 'etcd', 'zookeeper', 'http-memory', 'http-redis'] as const
-export type StoreKind = (typeof STORE_KINDS)[number]
-
-export interface ChaosStore {
-  readonly kind: StoreKind
-  readonly url: string
-  /** The ports of `url`'s servers, for proxies; empty when clients can not be proxied (they follow the addresses the servers announce). */
-  readonly proxyPorts: readonly number[]
-  /**
-   * Faults of this store beside the generic ones: name → make it (resolves
-   * when healed, with what it did). `random` is the nemesis's seeded draw
-   * (a seed replays the same faults on the same targets); `names`, the lock
-   * names the run's clients use.
-   */
-  readonly faults: Readonly<Record<string, StoreFault>>
-  close(): Promise<void>
-}
-
-export type StoreFault = (random: Random, names: readonly string[]) => Promise<string>
+export { STORE_KINDS, type ChaosStore, type RunView, type StoreFault, type StoreKind } from './store.js'
 
 export async function startStore(kind: StoreKind): Promise<ChaosStore> {
   switch (kind) {
@@ -42,31 +22,7 @@ export async function startStore(kind: StoreKind): Promise<ChaosStore> {
       return { kind, url: server.url, proxyPorts: [server.port], close: () => server.stop(),
         faults: { 'store-restart': async () => { await server.restart(); return 'redis-server killed (-9) and started again, empty' } } }
     }
-    case 'redis-cluster': {
-      const cluster = await startRedisCluster(3)
-      return { kind, url: cluster.url, proxyPorts: [], close: () => cluster.stop(),
-        faults: {
-          'store-restart': async (random) => {
-            const node = random.pick(cluster.nodes)
-            await node.restart()
-            return `master :${node.port} killed (-9) and started again, empty`
-          },
-          // Cluster clients are not proxied: the notice connections are cut from the servers' side.
-          'notice-kill': async () => {
-            const killed = await Promise.all(cluster.nodes.map((n) => redisCommand(n.port, ['CLIENT', 'KILL', 'TYPE', 'pubsub']).catch(() => 0)))
-            return `CLIENT KILL TYPE pubsub on every master: ${killed.map(Number).reduce((a, b) => a + b, 0)} notice connections cut`
-          },
-          // A live resharding of the slot one of the run's names lives in, while its clients hold, wait and renew.
-          'slot-move': async (random, names) => {
-            const name = random.pick(names)
-            const slot = slotOfName(name)
-            const from = await clusterSlotOwner(cluster, slot)
-            const to = random.pick(cluster.nodes.filter((n) => n !== from))
-            await moveClusterSlot(cluster, slot, to)
-            return `slot ${slot} ("${name}") moved from :${from.port} to :${to.port}`
-          },
-        } }
-    }
+    case 'redis-cluster': return startClusterStore()
     case 'redis-sentinel': {
       const sentinel = await startRedisSentinel()
       return { kind, url: sentinel.url, proxyPorts: [], close: () => sentinel.stop(),
@@ -120,39 +76,11 @@ export async function startStore(kind: StoreKind): Promise<ChaosStore> {
           },
         } }
     }
-    case 'etcd': {
-      const etcd = await startEtcd()
-      const member = etcd.members[0]!
-      const etcdctl = (...args: string[]) => promisify(execFile)('etcdctl', ['--endpoints', `http://127.0.0.1:${member.port}`, ...args], { env: { ...process.env, ETCDCTL_API: '3' } })
-      return { kind, url: etcd.url, proxyPorts: [member.port], close: () => etcd.stop(),
-        faults: {
-          'store-restart': async () => { await member.restart(); return 'etcd killed (-9) and started again' },
-          // Watches older than the compacted revision are cancelled: the driver must watch again from now and re-read.
-          compaction: async () => {
-            const status = JSON.parse((await etcdctl('endpoint', 'status', '--write-out=json')).stdout) as { Status: { header: { revision: number } } }[]
-            const revision = status[0]!.Status.header.revision
-            await etcdctl('compaction', String(revision))
-            return `compacted to revision ${revision} (every older revision gone, watches behind it cancelled)`
-          },
-        } }
-    }
-    case 'zookeeper': {
-      const zk = await startZookeeper()
-      const server = zk.servers[0]!
-      return { kind, url: `zk://${zk.hosts}/chaos`, proxyPorts: [server.port], close: () => zk.stop(),
-        faults: { 'store-restart': async () => { await server.restart(); return 'zookeeper killed (-9) and started again' } } }
-    }
-    case 'http-memory': {
-      const server = await startBatonServer()
-      return { kind, url: server.base, proxyPorts: [server.port], close: () => server.stop(),
-        faults: { 'store-restart': async () => { await server.restart(); return 'baton serve (memory) killed and started again: holds and tokens forgotten' } } }
-    }
-    case 'http-redis': {
-      const redis = await startRedis()
-      const server = await startBatonServer(['--store', redis.url])
-      return { kind, url: server.base, proxyPorts: [server.port],
-        close: async () => { await server.stop(); await redis.stop() },
-        faults: { 'store-restart': async () => { await server.restart(); return 'baton serve (on Redis) killed and started again' } } }
-    }
+    case 'etcd': return startEtcdStore()
+    case 'etcd-cluster': return startEtcdClusterStore()
+    case 'zookeeper': return startZookeeperStore()
+    case 'zookeeper-ensemble': return startZookeeperEnsembleStore()
+    case 'http-memory': return startHttpMemoryStore()
+    case 'http-redis': return startHttpRedisStore()
   }
 }

@@ -1,0 +1,91 @@
+/**
+ * The redis-cluster chaos store: three masters, one replica each, and its
+ * faults: a master restarted empty, the notice connections cut, a live slot
+ * migration, and a master failover (the master killed, its replica
+ * promoted by the cluster itself, the old one back as a replica).
+ */
+import { clusterSlotOwner, moveClusterSlot, redisCommand, startRedisCluster, type RedisClusterSetup, type RedisServer } from '../../harness/servers.js'
+import { ms } from '../../harness/timing.js'
+import { slotOfName } from '../../../src/drivers/redis/keys.js'
+import type { ChaosStore } from '../store.js'
+
+const sleep = (delay: number) => new Promise((resolve) => setTimeout(resolve, delay))
+
+async function roleOf(node: RedisServer): Promise<string> {
+  const reply = await redisCommand(node.port, ['ROLE'], ms(2000)).catch(() => undefined)
+  return Array.isArray(reply) ? String(reply[0]) : 'down'
+}
+
+/** The nodes that are masters now (roles change with every failover). */
+async function mastersOf(cluster: RedisClusterSetup): Promise<RedisServer[]> {
+  const roles = await Promise.all(cluster.nodes.map(roleOf))
+  return cluster.nodes.filter((_, i) => roles[i] === 'master')
+}
+
+/** The replicas `master` itself lists (ROLE: [master, offset, [[host, port, offset], …]]). */
+async function replicasOf(cluster: RedisClusterSetup, master: RedisServer): Promise<RedisServer[]> {
+  const reply = await redisCommand(master.port, ['ROLE'])
+  const listed = Array.isArray(reply) && Array.isArray(reply[2]) ? (reply[2] as string[][]).map((r) => Number(r[1])) : []
+  return cluster.nodes.filter((n) => listed.includes(n.port))
+}
+
+async function clusterOk(nodes: readonly RedisServer[]): Promise<boolean> {
+  for (const node of nodes) {
+    const info = await redisCommand(node.port, ['CLUSTER', 'INFO'], ms(2000)).catch(() => '')
+    if (!/^cluster_state:ok\r?$/m.test(String(info))) return false
+  }
+  return true
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, withinMs = ms(30_000)): Promise<number> {
+  const started = Date.now()
+  while (!(await check())) {
+    if (Date.now() - started > withinMs) throw new Error(`${what}: not within ${withinMs} ms`)
+    await sleep(100)
+  }
+  return Date.now() - started
+}
+
+export async function startClusterStore(): Promise<ChaosStore> {
+  const cluster = await startRedisCluster(3, 1)
+  return { kind: 'redis-cluster', url: cluster.url, proxyPorts: [], close: () => cluster.stop(),
+    faults: {
+      'store-restart': async (random) => {
+        const node = random.pick(await mastersOf(cluster))
+        await node.restart()
+        // Its replica resyncs from it (empty too), or was promoted if the restart outlasted the node timeout.
+        return `master :${node.port} killed (-9) and started again, empty; a ${await roleOf(node)} now`
+      },
+      // Cluster clients are not proxied: the notice connections are cut from the servers' side.
+      'notice-kill': async () => {
+        const killed = await Promise.all(cluster.nodes.map((n) => redisCommand(n.port, ['CLIENT', 'KILL', 'TYPE', 'pubsub']).catch(() => 0)))
+        return `CLIENT KILL TYPE pubsub on every node: ${killed.map(Number).reduce((a, b) => a + b, 0)} notice connections cut`
+      },
+      // A live resharding of the slot one of the run's names lives in, while its clients hold, wait and renew.
+      'slot-move': async (random, names) => {
+        const name = random.pick(names)
+        const slot = slotOfName(name)
+        const from = await clusterSlotOwner(cluster, slot)
+        const to = random.pick((await mastersOf(cluster)).filter((n) => n !== from))
+        await moveClusterSlot({ ...cluster, nodes: await mastersOf(cluster) }, slot, to)
+        return `slot ${slot} ("${name}") moved from :${from.port} to :${to.port}`
+      },
+      // kill -9 of a master: after the node timeout its replica is elected in
+      // its place (writes it had not replicated are lost). Healed once the
+      // replica serves and the old master, started again empty, has become its
+      // replica: until then a client with an old slot map can still reach a
+      // master the others do not follow.
+      failover: async (random) => {
+        const master = random.pick(await mastersOf(cluster))
+        const replica = (await replicasOf(cluster, master))[0]
+        if (!replica) return `master :${master.port} has no replica now: nothing done`
+        await master.kill()
+        const promotedIn = await waitFor(`replica :${replica.port} promoted`, async () =>
+          (await roleOf(replica)) === 'master' && await clusterOk(cluster.nodes.filter((n) => n !== master)))
+        await master.restart()
+        const rejoinedIn = await waitFor(`:${master.port} back as a replica`, async () =>
+          (await roleOf(master)) === 'slave' && await clusterOk(cluster.nodes))
+        return `master :${master.port} killed (-9); its replica :${replica.port} promoted after ${promotedIn} ms; the old master started again empty, a replica after ${rejoinedIn} ms more`
+      },
+    } }
+}
