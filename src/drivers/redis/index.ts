@@ -104,10 +104,11 @@ export class RedisDriver implements Driver {
     this.holds.resendGiveBacks()
   }
 
-  async acquire(request: AcquireRequest): Promise<AcquireResult> {
-    const result = await this.holds.acquire(request)
+  acquire(request: AcquireRequest): Promise<AcquireResult> {
+    const acks = this.replicaAcks
+    if (!acks) return this.holds.acquire(request)
     // [replicas hook] A grant counts once the replicas acknowledged it (replicas.ts).
-    return this.replicaAcks && result.status === 'granted' ? this.replicaAcks.confirmGrant(request, result) : result
+    return this.holds.acquire(request).then((result) => (result.status === 'granted' ? acks.confirmGrant(request, result) : result))
   }
 
   extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
@@ -125,6 +126,15 @@ export class RedisDriver implements Driver {
       extendArgv: (hold, ttlMs) => [baseKey(this.target.keyPrefix, hold.name), memberOf(hold), ttlMs, hold.lockDelayMs],
       giveBack: (hold) => this.release(hold),
     }
+  }
+
+  /**
+   * The Redlock driver's nodes: wake-ups of every owner go to `route` (the
+   * Redlock driver keeps its own routes, one per owner rather than one per
+   * owner and node), and a resubscribe's nudge to `nudge`.
+   */
+  watchEveryOwner(route: (owner: string, wake: Wake) => void, nudge: () => void): void {
+    this.channels.everyOwner(route, nudge)
   }
 
   /** See Holds.release (`guess`: the Redlock driver). */

@@ -231,6 +231,9 @@ export class Holds {
   ): Promise<boolean> {
     const lineNode = this.nodes.lineNode()
     const bare = withoutToken(spec)
+    // The nodes' tokens agree in the common case: one hold object for all of them.
+    let lastHold: HoldRef | undefined
+    const holdOf = (token: bigint): HoldRef => (lastHold?.token === token ? lastHold : (lastHold = { ...bare, token }))
     const calls = this.nodes.all.map((node, i): NodeCall<boolean> => {
       const driver = node.driver
       if (!driver) return node.unreachable()
@@ -238,7 +241,7 @@ export class Holds {
         const known = state?.tokens[i]
         const token = known ?? state?.token
         const guess = known === undefined
-        const hold = token === undefined ? undefined : { ...bare, token }
+        const hold = token === undefined ? undefined : holdOf(token)
         if (node !== lineNode) return driver.release(hold ?? bare, guess)
         if (leave) this.line.leave(driver, spec).catch(() => {})
         // The line node releases and wakes the head in one call, and only
