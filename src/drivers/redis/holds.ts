@@ -62,19 +62,14 @@ export class Holds {
   }
 
   acquire(request: AcquireRequest): Promise<AcquireResult> {
-    if (this.giveBacks.size > 0) this.giveBacks.delete(`${request.owner}\0${request.name}`)
-    const release = this.releasing.size > 0 ? this.releasing.get(`${request.owner}\0${request.name}`) : undefined
-    const ready = this.channels.ready(request.name)
-    // Nothing to wait for (the common case): sent now, without an async frame's promises.
-    if (!release && ready === true) return sentOrRejected(() => this.attempt(request))
-    return (async () => {
-      if (release) await release.catch(() => {})
-      if (ready !== true) await ready
-      return this.attempt(request)
-    })()
+    return sentOrRejected(() => this.acquireWith(request, this.acquireArgv(request)))
   }
 
-  private attempt(request: AcquireRequest): Promise<AcquireResult> {
+  /**
+   * acquire.lua's arguments for `request`. The Redlock driver makes them
+   * once for all of its nodes (acquireWith), which share every input here.
+   */
+  acquireArgv(request: AcquireRequest): (string | number)[] {
     // Every attempt is the same script whether or not it is a retry: the
     // script itself recognises an owner that already holds or waits. What
     // only its slow path reads travels as one argument (acquire.lua).
@@ -85,7 +80,25 @@ export class Holds {
     ]
     const note = noteOf(request.description, request.value)
     if (note !== undefined) argv.push(note)
-    return this.scripts.runArgv('acquire', request.name, argv).then((answer) => acquireResult(answer, request.ttlMs))
+    return argv
+  }
+
+  /** An attempt with its arguments made already (acquireArgv); never changes `argv`. */
+  acquireWith(request: AcquireRequest, argv: readonly (string | number)[]): Promise<AcquireResult> {
+    if (this.giveBacks.size > 0) this.giveBacks.delete(`${request.owner}\0${request.name}`)
+    const release = this.releasing.size > 0 ? this.releasing.get(`${request.owner}\0${request.name}`) : undefined
+    const ready = this.channels.ready(request.name)
+    // Nothing to wait for (the common case): sent now, without an async frame's promises.
+    if (!release && ready === true) return this.attempt(request, argv)
+    return (async () => {
+      if (release) await release.catch(() => {})
+      if (ready !== true) await ready
+      return this.attempt(request, argv)
+    })()
+  }
+
+  private attempt(request: AcquireRequest, argv: readonly (string | number)[]): Promise<AcquireResult> {
+    return this.scripts.runArgv('acquire', request.name, argv, (answer) => acquireResult(answer, request.ttlMs))
   }
 
   async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
@@ -102,10 +115,11 @@ export class Holds {
    * ARGV[5]). A hold known by its token is released without it, as always.
    */
   release(hold: HoldRef | (LockSpec & { owner: string }), guess = false): Promise<boolean> {
-    return sentOrRejected(() => this.sendRelease(hold, guess))
+    return sentOrRejected(() => this.releaseWith(hold, this.releaseArgv(hold, guess)))
   }
 
-  private sendRelease(hold: HoldRef | (LockSpec & { owner: string }), guess: boolean): Promise<boolean> {
+  /** release.lua's arguments for `hold` (made once for all its nodes by the Redlock driver, as acquireArgv). */
+  releaseArgv(hold: HoldRef | (LockSpec & { owner: string }), guess: boolean): (string | number)[] {
     const member = 'token' in hold ? memberOf(hold) : ''
     // Another client's hold (a lock server releasing a lease another server granted): its client is told.
     const foreign = hold.owner.startsWith(`${this.clientId}.`) ? 0 : 1
@@ -115,6 +129,11 @@ export class Holds {
     ]
     // Where the script's fast path may apply, the counter it leaves (release.lua ARGV[8]).
     if ('token' in hold && foreign === 0 && hold.lockDelayMs === 0 && (hold.mode === 'exclusive' || hold.mode === 'write')) argv.push(`${hold.token}|-`)
+    return argv
+  }
+
+  /** A release with its arguments made already (releaseArgv); never changes `argv`. */
+  releaseWith(hold: HoldRef | (LockSpec & { owner: string }), argv: readonly (string | number)[]): Promise<boolean> {
     const key = `${hold.owner}\0${hold.name}`
     this.giveBacks.delete(key)
     const sent = this.scripts.runArgv('release', hold.name, argv)

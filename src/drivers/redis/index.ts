@@ -105,10 +105,24 @@ export class RedisDriver implements Driver {
   }
 
   acquire(request: AcquireRequest): Promise<AcquireResult> {
+    return this.confirmed(request, this.holds.acquire(request))
+  }
+
+  /** See Holds.acquireArgv: the Redlock driver makes an attempt's arguments once for all its nodes. */
+  acquireArgv(request: AcquireRequest): (string | number)[] {
+    return this.holds.acquireArgv(request)
+  }
+
+  /** acquire() with its arguments made already (acquireArgv). */
+  acquireWith(request: AcquireRequest, argv: readonly (string | number)[]): Promise<AcquireResult> {
+    return this.confirmed(request, this.holds.acquireWith(request, argv))
+  }
+
+  private confirmed(request: AcquireRequest, sent: Promise<AcquireResult>): Promise<AcquireResult> {
     const acks = this.replicaAcks
-    if (!acks) return this.holds.acquire(request)
+    if (!acks) return sent
     // [replicas hook] A grant counts once the replicas acknowledged it (replicas.ts).
-    return this.holds.acquire(request).then((result) => (result.status === 'granted' ? acks.confirmGrant(request, result) : result))
+    return sent.then((result) => (result.status === 'granted' ? acks.confirmGrant(request, result) : result))
   }
 
   extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
@@ -140,6 +154,15 @@ export class RedisDriver implements Driver {
   /** See Holds.release (`guess`: the Redlock driver). */
   release(hold: HoldRef | (LockSpec & { owner: string }), guess = false): Promise<boolean> {
     return this.holds.release(hold, guess)
+  }
+
+  /** See Holds.releaseArgv and acquireArgv. */
+  releaseArgv(hold: HoldRef | (LockSpec & { owner: string }), guess: boolean): (string | number)[] {
+    return this.holds.releaseArgv(hold, guess)
+  }
+
+  releaseWith(hold: HoldRef | (LockSpec & { owner: string }), argv: readonly (string | number)[]): Promise<boolean> {
+    return this.holds.releaseWith(hold, argv)
   }
 
   downgrade(hold: HoldRef): Promise<boolean> {

@@ -33,7 +33,10 @@ export class NameScripts {
    * out where the async form made three (the Redlock driver makes one such
    * call per node for every vote and release).
    */
-  runArgv(script: ScriptName, name: string, argv: (string | number)[]): Promise<unknown> {
+  runArgv(script: ScriptName, name: string, argv: readonly (string | number)[]): Promise<unknown>
+  /** `parse`: applied to the answer in the same step (one promise fewer than a `then` after). */
+  runArgv<T>(script: ScriptName, name: string, argv: readonly (string | number)[], parse: (answer: unknown) => T): Promise<T>
+  runArgv(script: ScriptName, name: string, argv: readonly (string | number)[], parse?: (answer: unknown) => unknown): Promise<unknown> {
     let sent: Promise<unknown>
     try {
       sent = this.scripts.runArgv(script, argv, this.batch)
@@ -41,10 +44,10 @@ export class NameScripts {
       // Anything thrown on the way out fails the call as a rejection, as the async form did.
       sent = Promise.reject(error)
     }
-    return sent.then(undefined, (error: unknown) => {
+    return sent.then(parse, (error: unknown) => {
       const again = this.scripts.recover(error, script, argv)
       if (!again) throw this.failure(name, error)
-      return again.then(undefined, (cause: unknown) => {
+      return again.then(parse, (cause: unknown) => {
         throw this.failure(name, cause)
       })
     })
