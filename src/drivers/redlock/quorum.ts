@@ -67,7 +67,7 @@ export function gather<T>(
   })
 }
 
-interface Deadline {
+export interface Deadline {
   readonly at: number
   readonly expire: () => void
   done: boolean
@@ -86,7 +86,8 @@ export class VoteDeadlines {
   private head = 0
   private timer: NodeJS.Timeout | undefined
 
-  constructor(readonly timeoutMs: number) {}
+  /** `now`: the clock the deadlines are read on (a test passes its own, so it asserts no timing). */
+  constructor(readonly timeoutMs: number, private readonly now: () => number = () => performance.now()) {}
 
   add(expire: () => void): Deadline {
     while (this.head < this.queue.length && this.queue[this.head]!.done) this.head++
@@ -97,7 +98,7 @@ export class VoteDeadlines {
       this.queue = this.queue.slice(this.head)
       this.head = 0
     }
-    const deadline: Deadline = { at: performance.now() + this.timeoutMs, expire, done: false }
+    const deadline: Deadline = { at: this.now() + this.timeoutMs, expire, done: false }
     this.queue.push(deadline)
     if (!this.timer) this.arm(this.timeoutMs)
     return deadline
@@ -108,9 +109,11 @@ export class VoteDeadlines {
     this.timer.unref()
   }
 
-  private readonly sweep = (): void => {
+  /** Expires what is past its deadline and re-arms for the next one (the timer calls it). */
+  readonly sweep = (): void => {
+    clearTimeout(this.timer)
     this.timer = undefined
-    const now = performance.now()
+    const now = this.now()
     while (this.head < this.queue.length) {
       const deadline = this.queue[this.head]!
       if (!deadline.done) {
