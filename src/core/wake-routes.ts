@@ -15,6 +15,19 @@ export const RELEASED_ELSEWHERE: Wake = {
  */
 export class WakeRoutes {
   private readonly routes = new Map<string, (wake: Wake) => void>()
+  /**
+   * Wake-ups of owners with no route of their own, and every nudge: a driver
+   * built of several stores (Redlock) routes its owners itself, once per
+   * store, instead of one route per owner and store (see everyOwner).
+   */
+  private fallback: ((owner: string, wake: Wake) => void) | undefined
+  private onNudge: (() => void) | undefined
+
+  /** Routes wake-ups of owners not watched here to `route`, and nudgeAll() to `nudge`. */
+  everyOwner(route: (owner: string, wake: Wake) => void, nudge: () => void): void {
+    this.fallback = route
+    this.onNudge = nudge
+  }
 
   /** Driver.watch: routes `owner`'s wake-ups to `onWake` until the returned function is called. */
   watch(owner: string, onWake: (wake: Wake) => void): () => void {
@@ -27,10 +40,10 @@ export class WakeRoutes {
   dispatch(message: string): void {
     const [type, owner, ...rest] = message.split('|')
     if (type === 'r') {
-      for (const each of [owner, ...rest]) if (each !== undefined) this.routes.get(each)?.({ type: 'retry' })
+      for (const each of [owner, ...rest]) if (each !== undefined) this.routeOf(each)?.({ type: 'retry' })
       return
     }
-    const route = owner === undefined ? undefined : this.routes.get(owner)
+    const route = owner === undefined ? undefined : this.routeOf(owner)
     if (!route) return
     if (type === 'g') route({ type: 'granted', token: BigInt(rest[0]!), ttlMs: Number(rest[1]) })
     else if (type === 'l') route({ type: 'lost', reason: rest.join('|'), cause: 'forced' })
@@ -40,6 +53,14 @@ export class WakeRoutes {
   /** Tells every owner to try again (wake-ups may have been lost, e.g. while a connection was down). */
   nudgeAll(): void {
     for (const route of [...this.routes.values()]) route({ type: 'retry' })
+    this.onNudge?.()
+  }
+
+  private routeOf(owner: string): ((wake: Wake) => void) | undefined {
+    const route = this.routes.get(owner)
+    if (route || !this.fallback) return route
+    const fallback = this.fallback
+    return (wake) => fallback(owner, wake)
   }
 
   clear(): void {

@@ -61,14 +61,15 @@ export class Holds {
     for (const hold of pending) this.release(hold).catch(() => {})
   }
 
-  async acquire(request: AcquireRequest): Promise<AcquireResult> {
-    if (this.giveBacks.size > 0) this.giveBacks.delete(`${request.owner}\0${request.name}`)
-    if (this.releasing.size > 0) {
-      const release = this.releasing.get(`${request.owner}\0${request.name}`)
-      if (release) await release.catch(() => {})
-    }
-    const ready = this.channels.ready(request.name)
-    if (ready !== true) await ready
+  acquire(request: AcquireRequest): Promise<AcquireResult> {
+    return sentOrRejected(() => this.acquireWith(request, this.acquireArgv(request)))
+  }
+
+  /**
+   * acquire.lua's arguments for `request`. The Redlock driver makes them
+   * once for all of its nodes (acquireWith), which share every input here.
+   */
+  acquireArgv(request: AcquireRequest): (string | number)[] {
     // Every attempt is the same script whether or not it is a retry: the
     // script itself recognises an owner that already holds or waits. What
     // only its slow path reads travels as one argument (acquire.lua).
@@ -79,14 +80,25 @@ export class Holds {
     ]
     const note = noteOf(request.description, request.value)
     if (note !== undefined) argv.push(note)
-    const reply = (await this.scripts.runArgv('acquire', request.name, argv)) as string | [number, number | string, string | null, number | null]
-    // The fast path answers the token alone, for the ttl asked (acquire.lua).
-    if (typeof reply === 'string') return { status: 'granted', token: BigInt(reply), ttlMs: request.ttlMs }
-    const [status] = reply
-    if (status === 1) return { status: 'granted', token: BigInt(reply[1]), ttlMs: Number(reply[2]) }
-    if (status === -1) return { status: 'conflict', detail: String(reply[1]) }
-    const holder = reply[2] ? parseHolder(reply[2], Number(reply[3])) : undefined
-    return { status: 'busy', retryAfterMs: Number(reply[1]), ...(holder ? { holder } : {}) }
+    return argv
+  }
+
+  /** An attempt with its arguments made already (acquireArgv); never changes `argv`. */
+  acquireWith(request: AcquireRequest, argv: readonly (string | number)[]): Promise<AcquireResult> {
+    if (this.giveBacks.size > 0) this.giveBacks.delete(`${request.owner}\0${request.name}`)
+    const release = this.releasing.size > 0 ? this.releasing.get(`${request.owner}\0${request.name}`) : undefined
+    const ready = this.channels.ready(request.name)
+    // Nothing to wait for (the common case): sent now, without an async frame's promises.
+    if (!release && ready === true) return this.attempt(request, argv)
+    return (async () => {
+      if (release) await release.catch(() => {})
+      if (ready !== true) await ready
+      return this.attempt(request, argv)
+    })()
+  }
+
+  private attempt(request: AcquireRequest, argv: readonly (string | number)[]): Promise<AcquireResult> {
+    return this.scripts.runArgv('acquire', request.name, argv, (answer) => acquireResult(answer, request.ttlMs))
   }
 
   async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
@@ -102,7 +114,12 @@ export class Holds {
    * not match, the owner's hold is ended whatever its token (release.lua's
    * ARGV[5]). A hold known by its token is released without it, as always.
    */
-  async release(hold: HoldRef | (LockSpec & { owner: string }), guess = false): Promise<boolean> {
+  release(hold: HoldRef | (LockSpec & { owner: string }), guess = false): Promise<boolean> {
+    return sentOrRejected(() => this.releaseWith(hold, this.releaseArgv(hold, guess)))
+  }
+
+  /** release.lua's arguments for `hold` (made once for all its nodes by the Redlock driver, as acquireArgv). */
+  releaseArgv(hold: HoldRef | (LockSpec & { owner: string }), guess: boolean): (string | number)[] {
     const member = 'token' in hold ? memberOf(hold) : ''
     // Another client's hold (a lock server releasing a lease another server granted): its client is told.
     const foreign = hold.owner.startsWith(`${this.clientId}.`) ? 0 : 1
@@ -112,18 +129,26 @@ export class Holds {
     ]
     // Where the script's fast path may apply, the counter it leaves (release.lua ARGV[8]).
     if ('token' in hold && foreign === 0 && hold.lockDelayMs === 0 && (hold.mode === 'exclusive' || hold.mode === 'write')) argv.push(`${hold.token}|-`)
+    return argv
+  }
+
+  /** A release with its arguments made already (releaseArgv); never changes `argv`. */
+  releaseWith(hold: HoldRef | (LockSpec & { owner: string }), argv: readonly (string | number)[]): Promise<boolean> {
     const key = `${hold.owner}\0${hold.name}`
     this.giveBacks.delete(key)
     const sent = this.scripts.runArgv('release', hold.name, argv)
     this.releasing.set(key, sent)
-    try {
-      return Number(await sent) === 1
-    } catch (error) {
-      if (!('token' in hold) && isBatonError(error, 'BACKEND_UNAVAILABLE') && !this.closed) this.giveBacks.set(key, hold)
-      throw error
-    } finally {
+    const settle = (): void => {
       if (this.releasing.get(key) === sent) this.releasing.delete(key)
     }
+    return sent.then((answer) => {
+      settle()
+      return Number(answer) === 1
+    }, (error: unknown) => {
+      settle()
+      if (!('token' in hold) && isBatonError(error, 'BACKEND_UNAVAILABLE') && !this.closed) this.giveBacks.set(key, hold)
+      throw error
+    })
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {
@@ -135,5 +160,27 @@ export class Holds {
   close(): void {
     this.closed = true
     this.giveBacks.clear()
+  }
+}
+
+type AcquireReply = string | [number, number | string, string | null, number | null]
+
+/** acquire.lua's answer as an AcquireResult; the fast path answers the token alone, for the ttl asked. */
+function acquireResult(answer: unknown, ttlMs: number): AcquireResult {
+  const reply = answer as AcquireReply
+  if (typeof reply === 'string') return { status: 'granted', token: BigInt(reply), ttlMs }
+  const [status] = reply
+  if (status === 1) return { status: 'granted', token: BigInt(reply[1]), ttlMs: Number(reply[2]) }
+  if (status === -1) return { status: 'conflict', detail: String(reply[1]) }
+  const holder = reply[2] ? parseHolder(reply[2], Number(reply[3])) : undefined
+  return { status: 'busy', retryAfterMs: Number(reply[1]), ...(holder ? { holder } : {}) }
+}
+
+/** `send()`, a failure on the way out answered as a rejection (as from an async function). */
+function sentOrRejected<T>(send: () => Promise<T>): Promise<T> {
+  try {
+    return send()
+  } catch (error) {
+    return Promise.reject(error)
   }
 }

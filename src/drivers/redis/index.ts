@@ -104,10 +104,25 @@ export class RedisDriver implements Driver {
     this.holds.resendGiveBacks()
   }
 
-  async acquire(request: AcquireRequest): Promise<AcquireResult> {
-    const result = await this.holds.acquire(request)
+  acquire(request: AcquireRequest): Promise<AcquireResult> {
+    return this.confirmed(request, this.holds.acquire(request))
+  }
+
+  /** See Holds.acquireArgv: the Redlock driver makes an attempt's arguments once for all its nodes. */
+  acquireArgv(request: AcquireRequest): (string | number)[] {
+    return this.holds.acquireArgv(request)
+  }
+
+  /** acquire() with its arguments made already (acquireArgv). */
+  acquireWith(request: AcquireRequest, argv: readonly (string | number)[]): Promise<AcquireResult> {
+    return this.confirmed(request, this.holds.acquireWith(request, argv))
+  }
+
+  private confirmed(request: AcquireRequest, sent: Promise<AcquireResult>): Promise<AcquireResult> {
+    const acks = this.replicaAcks
+    if (!acks) return sent
     // [replicas hook] A grant counts once the replicas acknowledged it (replicas.ts).
-    return this.replicaAcks && result.status === 'granted' ? this.replicaAcks.confirmGrant(request, result) : result
+    return sent.then((result) => (result.status === 'granted' ? acks.confirmGrant(request, result) : result))
   }
 
   extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
@@ -127,9 +142,27 @@ export class RedisDriver implements Driver {
     }
   }
 
+  /**
+   * The Redlock driver's nodes: wake-ups of every owner go to `route` (the
+   * Redlock driver keeps its own routes, one per owner rather than one per
+   * owner and node), and a resubscribe's nudge to `nudge`.
+   */
+  watchEveryOwner(route: (owner: string, wake: Wake) => void, nudge: () => void): void {
+    this.channels.everyOwner(route, nudge)
+  }
+
   /** See Holds.release (`guess`: the Redlock driver). */
   release(hold: HoldRef | (LockSpec & { owner: string }), guess = false): Promise<boolean> {
     return this.holds.release(hold, guess)
+  }
+
+  /** See Holds.releaseArgv and acquireArgv. */
+  releaseArgv(hold: HoldRef | (LockSpec & { owner: string }), guess: boolean): (string | number)[] {
+    return this.holds.releaseArgv(hold, guess)
+  }
+
+  releaseWith(hold: HoldRef | (LockSpec & { owner: string }), argv: readonly (string | number)[]): Promise<boolean> {
+    return this.holds.releaseWith(hold, argv)
   }
 
   downgrade(hold: HoldRef): Promise<boolean> {

@@ -64,6 +64,11 @@ export class WakeChannels {
     return this.routes.watch(owner, onWake)
   }
 
+  /** See WakeRoutes.everyOwner. */
+  everyOwner(route: (owner: string, wake: Wake) => void, nudge: () => void): void {
+    this.routes.everyOwner(route, nudge)
+  }
+
   /** A wake-up message for this client's owners. */
   dispatch(message: string): void {
     this.routes.dispatch(message)

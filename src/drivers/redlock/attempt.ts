@@ -109,21 +109,26 @@ export class Attempts {
    */
   private ask(request: AcquireRequest, state: HoldState, counted: boolean[]): Promise<Answer<AcquireResult>[]> {
     const nodeRequest: AcquireRequest = { ...request, enqueue: false, queueTtlMs: 0 }
-    const calls = this.nodes.all.map((node, i): NodeCall<AcquireResult> => {
-      const driver = node.driver
-      if (!driver) return node.unreachable()
-      const epoch = node.guard.epoch
-      return () => (state.pending[i] = driver.acquire(nodeRequest).then((result) => {
-        state.pending[i] = undefined
-        counted[i] = counted[i]! && this.nodes.stillCounts(node, epoch)
-        if (result.status === 'granted') this.holds.noteGrant(request, state, i, driver, result.token)
-        return result
-      }, (error: unknown) => {
-        state.pending[i] = undefined
-        throw error
-      }))
+    const nodes = this.nodes.all
+    const epochs = nodes.map((node) => node.guard.epoch)
+    const drivers = nodes.map((node) => node.driver)
+    // The script's arguments are the same on every node: made once a round.
+    const argv = this.nodes.anyDriver()?.acquireArgv(nodeRequest)
+    const calls = nodes.map((node, i): NodeCall<AcquireResult> => {
+      const driver = drivers[i]
+      if (!driver || !argv) return node.unreachable()
+      return () => (state.pending[i] = driver.acquireWith(nodeRequest, argv))
     })
-    return this.nodes.gather(calls, (partial) => decided(partial, counted, this.nodes.majority))
+    return this.nodes.gather(calls, (partial) => decided(partial, counted, this.nodes.majority), {
+      answered: (i, result) => {
+        state.pending[i] = undefined
+        counted[i] = counted[i]! && this.nodes.stillCounts(nodes[i]!, epochs[i]!)
+        if (result.status === 'granted') this.holds.noteGrant(request, state, i, drivers[i]!, result.token)
+      },
+      failed: (i) => {
+        state.pending[i] = undefined
+      },
+    })
   }
 
   /** The round won: the lease is this owner's, and it leaves the line. */

@@ -231,6 +231,15 @@ export class Holds {
   ): Promise<boolean> {
     const lineNode = this.nodes.lineNode()
     const bare = withoutToken(spec)
+    // The nodes' tokens agree in the common case: one hold object for all of them.
+    let lastHold: HoldRef | undefined
+    const holdOf = (token: bigint): HoldRef => (lastHold?.token === token ? lastHold : (lastHold = { ...bare, token }))
+    // And one set of script arguments for the nodes that release the same hold the same way.
+    let last: { readonly target: object; readonly guess: boolean; readonly argv: (string | number)[] } | undefined
+    const release = (driver: RedisDriver, target: LockSpec & { readonly owner: string }, guess: boolean): Promise<boolean> => {
+      if (last?.target !== target || last.guess !== guess) last = { target, guess, argv: driver.releaseArgv(target, guess) }
+      return driver.releaseWith(target, last.argv)
+    }
     const calls = this.nodes.all.map((node, i): NodeCall<boolean> => {
       const driver = node.driver
       if (!driver) return node.unreachable()
@@ -238,8 +247,8 @@ export class Holds {
         const known = state?.tokens[i]
         const token = known ?? state?.token
         const guess = known === undefined
-        const hold = token === undefined ? undefined : { ...bare, token }
-        if (node !== lineNode) return driver.release(hold ?? bare, guess)
+        const hold = token === undefined ? undefined : holdOf(token)
+        if (node !== lineNode) return release(driver, hold ?? bare, guess)
         if (leave) this.line.leave(driver, spec).catch(() => {})
         // The line node releases and wakes the head in one call, and only
         // wakes when someone waits (the script looks at the line).

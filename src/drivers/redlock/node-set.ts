@@ -1,5 +1,6 @@
 import { BatonError } from '../../core/errors.js'
-import { describeFailure, gather, majorityOf, type Answer, type NodeCall } from './quorum.js'
+import { describeFailure, gather, majorityOf, VoteDeadlines, type Answer, type AnswerHooks, type NodeCall } from './quorum.js'
+import type { RedisDriver } from '../redis/index.js'
 import type { RedlockNode } from './node.js'
 import type { GuardState } from './restart-guard.js'
 import type { RedlockSettings } from './settings.js'
@@ -14,9 +15,11 @@ export class NodeSet {
   readonly majority: number
   /** The largest ttl this client asked for: how long a restarted node stays excluded at least. */
   private largestTtlMs = 0
+  private readonly deadlines: VoteDeadlines
 
   constructor(readonly all: readonly RedlockNode[], readonly settings: RedlockSettings) {
     this.majority = majorityOf(all.length)
+    this.deadlines = new VoteDeadlines(settings.timeoutMs)
   }
 
   get size(): number {
@@ -46,14 +49,26 @@ export class NodeSet {
     return node.guardState(this.largestTtlMs)
   }
 
+  /**
+   * A connected node's driver, to build a script's arguments once for all
+   * nodes: they share the client id, key prefix, fence ttl and token clock
+   * unit (RedlockNode.wire), so every node would build the same.
+   */
+  anyDriver(): RedisDriver | undefined {
+    for (const node of this.all) if (node.driver) return node.driver
+    return undefined
+  }
+
   /** The node that keeps the line: the first of the URL that is connected. */
   lineNode(): RedlockNode | undefined {
     return this.all.find((node) => node.ready)
   }
 
   /** Sends one call per node at once, bounded by the vote timeout (quorum.ts gather). */
-  gather<T>(calls: readonly NodeCall<T>[], settled: (answers: readonly (Answer<T> | undefined)[]) => boolean): Promise<Answer<T>[]> {
-    return gather(calls, this.settings.timeoutMs, settled)
+  gather<T>(
+    calls: readonly NodeCall<T>[], settled: (answers: readonly (Answer<T> | undefined)[]) => boolean, hooks?: AnswerHooks<T>,
+  ): Promise<Answer<T>[]> {
+    return gather(calls, this.deadlines, settled, hooks)
   }
 
   describeFailure(answer: Answer<unknown>): string {
@@ -74,6 +89,7 @@ export class NodeSet {
   }
 
   async close(): Promise<void> {
+    this.deadlines.close()
     await Promise.all(this.all.map((node) => node.close()))
   }
 }

@@ -2,7 +2,7 @@ import type { DriverFactory, DriverOptions } from '../../core/driver.js'
 import type { StoreUrl } from '../../core/url.js'
 import { isBatonError } from '../../core/errors.js'
 import type { RedisDriver } from '../redis/index.js'
-import { nodeChannel, parseServerInfo, RestartGuard, type GuardState, type NodeEvent } from './restart-guard.js'
+import { nodeChannel, parseServerInfo, RestartGuard, UNVERIFIED, type GuardState, type NodeEvent } from './restart-guard.js'
 
 const RECONNECT_EVERY_MS = 500
 const VERIFY_RETRY_MS = 200
@@ -47,7 +47,7 @@ export class RedlockNode {
   }
 
   guardState(largestTtlMs: number): GuardState {
-    return this.driver ? this.guard.check(largestTtlMs) : { state: 'unverified' }
+    return this.driver ? this.guard.check(largestTtlMs) : UNVERIFIED
   }
 
   /** Connects once; on failure keeps trying in the background and returns why it failed. */

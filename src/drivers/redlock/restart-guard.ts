@@ -32,6 +32,10 @@ export type GuardState =
   | { readonly state: 'unverified' }
   | { readonly state: 'excluded'; readonly untilMs: number; readonly reason: string }
 
+/** The two answers without details, made once (every round asks each node). */
+export const COUNTED: GuardState = { state: 'counted' }
+export const UNVERIFIED: GuardState = { state: 'unverified' }
+
 export class RestartGuard {
   private runId: string | undefined
   private verified = false
@@ -97,12 +101,12 @@ export class RestartGuard {
   }
 
   private evaluate(largestTtlMs: number): GuardState {
-    if (!this.verified) return { state: 'unverified' }
-    if (this.restartedAt === undefined) return { state: 'counted' }
+    if (!this.verified) return UNVERIFIED
+    if (this.restartedAt === undefined) return COUNTED
     const windowMs = this.seenLive ? Math.max(this.maxTtlMs, largestTtlMs) : this.maxTtlMs
     const untilMs = this.restartedAt + windowMs
     const left = untilMs - monotonicNow()
-    if (left <= 0) return { state: 'counted' }
+    if (left <= 0) return COUNTED
     return {
       state: 'excluded',
       untilMs,

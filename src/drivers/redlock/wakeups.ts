@@ -11,29 +11,29 @@ import type { Waiting } from './waiting.js'
  * part fed by the nodes unasked, including nodes that connect later.
  */
 
-/** One watched owner: its wake-ups from every node, and how to stop them. */
+/** One watched owner. */
 interface Route {
   readonly name: string
   readonly onWake: (wake: Wake) => void
-  readonly fromNode: (wake: Wake) => void
-  readonly unwatch: (() => void)[]
 }
 
 export class Wakeups {
   private readonly routes = new Map<string, Route>()
 
-  constructor(private readonly nodes: NodeSet, private readonly holds: Holds, private readonly waiting: Waiting) {}
+  constructor(nodes: NodeSet, private readonly holds: Holds, private readonly waiting: Waiting) {
+    for (const node of nodes.all) if (node.driver) this.adopt(node.driver)
+  }
 
+  /**
+   * One route per owner, here: each node hands this driver the wake-ups of
+   * every owner (adopt), so a watch costs one map entry whatever the number
+   * of nodes (it was one route per node, made and dropped every attempt).
+   */
   watch(name: string, owner: string, onWake: (wake: Wake) => void): () => void {
-    const fromNode = (wake: Wake): void => this.deliver(owner, wake)
-    const route: Route = { name, onWake, fromNode, unwatch: [] }
+    const route: Route = { name, onWake }
     this.routes.set(owner, route)
-    for (const node of this.nodes.all) if (node.driver) route.unwatch.push(node.driver.watch(name, owner, fromNode))
     return () => {
-      if (this.routes.get(owner) !== route) return
-      this.routes.delete(owner)
-      // Also what adopt() registered on nodes that connected later.
-      for (const unwatch of route.unwatch) unwatch()
+      if (this.routes.get(owner) === route) this.routes.delete(owner)
     }
   }
 
@@ -55,9 +55,14 @@ export class Wakeups {
     // 'granted' never comes: nobody is in a node's own line.
   }
 
-  /** A node that connected after start-up: route the current owners' wake-ups through it too. */
+  /**
+   * A node's wake-ups come here, for every owner (also a node that connected
+   * after start-up); its resubscribe nudges every owner, as a "retry" from it.
+   */
   adopt(driver: RedisDriver): void {
-    for (const [owner, route] of this.routes) route.unwatch.push(driver.watch(route.name, owner, route.fromNode))
+    driver.watchEveryOwner((owner, wake) => this.deliver(owner, wake), () => {
+      for (const owner of [...this.routes.keys()]) this.deliver(owner, { type: 'retry' })
+    })
   }
 
   clear(): void {
