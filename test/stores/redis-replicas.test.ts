@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { connect, isBatonError, type Baton } from '../../src/index.js'
-import { aborted } from '../conformance/context.js'
+import { aborted, nextEvent } from '../conformance/context.js'
 import { startReplicatedRedis, type ReplicatedRedis } from '../harness/replicated.js'
 import { clusterSlotOwner, redisCommand, startRedisCluster, stopAll, type RedisServer } from '../harness/servers.js'
 import { slotOfName } from '../../src/drivers/redis/keys.js'
@@ -140,8 +140,10 @@ describe('redis replica acknowledgement', () => {
   it('a hand-over is confirmed by the new holder before it is told', async () => {
     const baton = await connect(redis.master.url + `?replicas=2&replicaTimeout=${ms(2000)}`, CONNECT)
     const first = await baton.mutex('handover').acquire()
+    // In line (its join answered busy) before replication stops: a fixed sleep was too short on a busy machine.
+    const queued = nextEvent<{ name: string }>('baton:wait', (m) => m.name === 'handover')
     const second = baton.mutex('handover').acquire({ wait: ms(10_000) })
-    await new Promise((resolve) => setTimeout(resolve, ms(100)))
+    await queued
     redis.holdReplication(true)
     await first.release()
     let granted = false
