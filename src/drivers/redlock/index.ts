@@ -129,8 +129,8 @@ export class RedlockDriver implements Driver {
   private readonly wakeups: Wakeups
   private readonly inspector: Inspector
 
-  constructor(nodes: readonly RedlockNode[], settings: RedlockSettings, keyPrefix: string) {
-    this.nodes = new NodeSet(nodes, settings)
+  constructor(nodes: readonly RedlockNode[], settings: RedlockSettings, keyPrefix: string, commandTimeoutMs?: number) {
+    this.nodes = new NodeSet(nodes, settings, commandTimeoutMs)
     this.line = new Line(wakeChannelPrefix(keyPrefix))
     this.holds = new Holds(this.nodes, this.line)
     this.waiting = new Waiting(this.nodes, this.line)
@@ -216,5 +216,5 @@ export const createRedlockDriver: DriverFactory = async (url: StoreUrl, options:
       { nodes: causes },
     )
   }
-  return new RedlockDriver(nodes, settings, settings.keyPrefix)
+  return new RedlockDriver(nodes, settings, settings.keyPrefix, options.commandTimeoutMs)
 }

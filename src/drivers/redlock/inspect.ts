@@ -21,13 +21,13 @@ export class Inspector {
     const calls = this.nodes.all.map((node): NodeCall<LockInfo | null> => (node.driver ? () => node.driver!.inspect(name) : node.unreachable()))
     const lineNode = this.nodes.lineNode()
     const [answers, waiters] = await Promise.all([
-      this.nodes.gather(calls, () => false),
+      this.nodes.gatherRead(calls),
       lineNode ? this.line.list(lineNode.driver!, name).catch(() => []) : Promise.resolve([]),
     ])
     const views: NodeView[] = answers.map((a, i) => {
       const node = this.nodes.all[i]!
       const guard = this.nodes.guardState(node)
-      if (a.kind !== 'answered') return { node: node.display, state: 'down', reason: this.nodes.describeFailure(a) }
+      if (a.kind !== 'answered') return { node: node.display, state: 'down', reason: this.nodes.describeReadFailure(a) }
       const base = { node: node.display, state: guard.state, ...(guard.state === 'excluded' ? { reason: guard.reason } : {}) }
       return a.value ? { ...base, holders: a.value.holders, lastToken: a.value.lastToken } : base
     })

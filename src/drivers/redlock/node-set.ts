@@ -16,10 +16,18 @@ export class NodeSet {
   /** The largest ttl this client asked for: how long a restarted node stays excluded at least. */
   private largestTtlMs = 0
   private readonly deadlines: VoteDeadlines
+  /**
+   * Reads for people (inspect, list) are no votes: no validity is counted
+   * from them, so they wait for each node as long as a command may take. A
+   * node that misses the vote timeout on a busy machine would otherwise make
+   * a held name look free.
+   */
+  private readonly readDeadlines: VoteDeadlines
 
-  constructor(readonly all: readonly RedlockNode[], readonly settings: RedlockSettings) {
+  constructor(readonly all: readonly RedlockNode[], readonly settings: RedlockSettings, commandTimeoutMs = settings.timeoutMs) {
     this.majority = majorityOf(all.length)
     this.deadlines = new VoteDeadlines(settings.timeoutMs)
+    this.readDeadlines = new VoteDeadlines(Math.max(settings.timeoutMs, commandTimeoutMs))
   }
 
   get size(): number {
@@ -71,8 +79,18 @@ export class NodeSet {
     return gather(calls, this.deadlines, settled, hooks)
   }
 
+  /** As gather, for a read that counts no validity (inspect, list): bounded by the command timeout instead. */
+  gatherRead<T>(calls: readonly NodeCall<T>[]): Promise<Answer<T>[]> {
+    return gather(calls, this.readDeadlines, () => false)
+  }
+
   describeFailure(answer: Answer<unknown>): string {
     return describeFailure(answer, this.settings.timeoutMs)
+  }
+
+  /** A node's failure to answer a read (gatherRead). */
+  describeReadFailure(answer: Answer<unknown>): string {
+    return describeFailure(answer, this.readDeadlines.timeoutMs)
   }
 
   quorumError(name: string, answers: readonly Answer<unknown>[], counted: boolean[], summary: string): BatonError {
@@ -90,6 +108,7 @@ export class NodeSet {
 
   async close(): Promise<void> {
     this.deadlines.close()
+    this.readDeadlines.close()
     await Promise.all(this.all.map((node) => node.close()))
   }
 }
