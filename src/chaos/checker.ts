@@ -10,6 +10,7 @@
  */
 import { exceptionFor, type KnownException, type Property } from './exceptions.js'
 import type { History, HistoryEvent, Invoke } from './history.js'
+import { ghostGrants } from './ghosts.js'
 import { intervalsOf, type Interval } from './intervals.js'
 
 export interface Finding {
@@ -61,6 +62,7 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
     ...leaders(history.events),
     ...skippedTerms(history.events, history.ttlMs * 2 + OBSERVE_RETRY_CAP_MS),
     ...leftovers(history.events),
+    ...ghostGrants(history.events, t),
   ]
   const starved = starvedWaiters(history, intervals, options.starvationMs ?? history.ttlMs * 3 + 5000)
   const faults = history.events.filter((e) => e.type === 'fault')

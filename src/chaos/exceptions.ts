@@ -8,7 +8,7 @@
 /** What the checker checks; each violation is of one of these. */
 export type Property =
   | 'two-holders' | 'over-permits' | 'reader-beside-writer' | 'two-leaders' | 'observer-order' | 'observer-skipped-term'
-  | 'token-order' | 'stale-write' | 'lost-update' | 'looks-held-after-deadline' | 'leftover-state' | 'waiter-starved'
+  | 'token-order' | 'stale-write' | 'lost-update' | 'looks-held-after-deadline' | 'leftover-state' | 'waiter-starved' | 'ghost-grant'
 
 export interface KnownException {
   /** Store kinds it applies to (as the chaos runner and `baton verify` name them). */
@@ -32,7 +32,7 @@ export const KNOWN_EXCEPTIONS: readonly KnownException[] = [
   {
     stores: ['redis-sentinel', 'redis-cluster'],
     faults: ['failover', 'store-restart'],
-    properties: ['two-holders', 'over-permits', 'reader-beside-writer', 'two-leaders', 'token-order'],
+    properties: ['two-holders', 'over-permits', 'reader-beside-writer', 'two-leaders', 'token-order', 'ghost-grant'],
     leases: 2,
     why: 'Redis replicates asynchronously: a promoted replica may not have the newest holds (or token counters), so a second holder can be let in; use Redlock, or fence',
   },

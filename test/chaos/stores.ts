@@ -11,9 +11,12 @@ import { startPostgres } from '../harness/postgres.js'
 import { startRedlock } from '../harness/redlock.js'
 import { clusterSlotOwner, moveClusterSlot, redisCommand, startRedis, startRedisCluster, startRedisSentinel } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
+import { historyNow } from '../../src/chaos/history.js'
 import type { Random } from '../../src/chaos/prng.js'
 import { slotOfName } from '../../src/drivers/redis/keys.js'
 import { startZookeeper } from '../harness/zookeeper.js'
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export const STORE_KINDS = ['redis', 'redis-cluster', 'redis-sentinel', 'redlock', 'postgres', 'mysql', 'etcd', 'zookeeper', 'http-memory', 'http-redis'] as const
 export type StoreKind = (typeof STORE_KINDS)[number]
@@ -33,23 +36,43 @@ export interface ChaosStore {
   close(): Promise<void>
 }
 
-export type StoreFault = (random: Random, names: readonly string[]) => Promise<string>
+export type StoreFault = (random: Random, names: readonly string[]) => Promise<string | StoreFaultDone>
+
+/** What a store fault did; `emptied` when it left the store (or the part keeping `names`) empty from `at` on. */
+export interface StoreFaultDone {
+  readonly detail: string
+  readonly emptied?: { readonly at: number; readonly names?: readonly string[] }
+}
 
 export async function startStore(kind: StoreKind): Promise<ChaosStore> {
   switch (kind) {
     case 'redis': {
       const server = await startRedis()
       return { kind, url: server.url, proxyPorts: [server.port], close: () => server.stop(),
-        faults: { 'store-restart': async () => { await server.restart(); return 'redis-server killed (-9) and started again, empty' } } }
+        faults: { 'store-restart': async (random) => {
+          // It hangs first (calls pile up unanswered), then dies and stays down for up to 4 s, past a
+          // command's deadline (2 s in the chaos clients): the calls it never answered fail while ioredis reconnects.
+          const [hungMs, downMs] = [random.int(0, 1000), random.int(0, 4000)]
+          server.pause()
+          await sleep(hungMs)
+          await server.kill()
+          await sleep(downMs)
+          const at = historyNow()
+          await server.restart()
+          return { detail: `redis-server hung ${hungMs} ms, killed (-9), down ${downMs} ms, started again, empty`, emptied: { at } }
+        } } }
     }
     case 'redis-cluster': {
       const cluster = await startRedisCluster(3)
       return { kind, url: cluster.url, proxyPorts: [], close: () => cluster.stop(),
         faults: {
-          'store-restart': async (random) => {
+          'store-restart': async (random, names) => {
             const node = random.pick(cluster.nodes)
+            const kept = await Promise.all(names.map(async (name) => (await clusterSlotOwner(cluster, slotOfName(name))) === node))
+            await node.kill()
+            const at = historyNow()
             await node.restart()
-            return `master :${node.port} killed (-9) and started again, empty`
+            return { detail: `master :${node.port} killed (-9) and started again, empty`, emptied: { at, names: names.filter((_, i) => kept[i]) } }
           },
           // Cluster clients are not proxied: the notice connections are cut from the servers' side.
           'notice-kill': async () => {
