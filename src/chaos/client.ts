@@ -180,7 +180,7 @@ export async function runClient(s: ClientSettings): Promise<void> {
     const grantedAt = historyNow()
     const mode: HoldMode = plan.primitive === 'semaphore' ? 'permit' : plan.primitive === 'rwlock' ? (plan.side === 'read' ? 'read' : 'write') : 'exclusive'
     for (const part of parts) {
-      s.record({ type: 'grant', ...actor, op: acquired.id, lease: id, primitive: plan.primitive, name: part.name, mode, token: String(part.token),
+      s.record({ type: 'grant', ...actor, op: acquired.id, lease: id, primitive: plan.primitive, name: part.name, mode, token: String(part.token), owner: part.owner,
         weight: plan.weight, permits: plan.primitive === 'semaphore' ? permitsOf(plan.names[0]!) : 1, at: grantedAt, deadline: grantedAt + part.remainingMs() })
     }
     const lost = (signal: AbortSignal) => {
@@ -214,7 +214,7 @@ export async function runClient(s: ClientSettings): Promise<void> {
           if (!write.held) return
           await op('downgrade', 'rwlock', names, async () => {
             const r = await write.run(() => s.baton.rwlock(names[0]!, { ttl }).read().acquire())
-            s.record({ type: 'end', ...actor, lease: id, at: historyNow(), why: 'downgrade', readToken: String(r.token) })
+            s.record({ type: 'end', ...actor, lease: id, at: historyNow(), why: 'downgrade', readOwner: r.owner, readToken: String(r.token) })
             // From here the probes read the read side: the write handle is released.
             current = r
             await write.release()

@@ -7,15 +7,16 @@
  * the undo).
  *
  * The evidence is order, never elapsed time. A read of the name (inspect,
- * or the holder a LOCK_TIMEOUT named) shows a hold with a token no grant of
- * the history has, whose owner belongs to client C. The hold was granted
+ * or the holder a LOCK_TIMEOUT named) shows a hold whose owner and token no
+ * grant of the history has, and whose owner belongs to client C. The hold was granted
  * after a moment L, by one of:
  *   - a grant of the name with a lower token was asked for at L (tokens
  *     of a name grow in grant order: token-order checks it);
  *   - the store, or the part of it that keeps the name, was emptied at L
  *     (a restart without persistence) before the read was asked.
- * If no call of C on the name that could grant it (not one answered
- * "busy") was in flight from L until the read had answered, and an attempt of C on the name had failed before L, nothing
+ * If no call of C on the name that could have made it was in flight from
+ * L until the read had answered (one answered "busy" made nothing; one
+ * answered with grants recorded their owners, and this is none of them), and an attempt of C on the name had failed before L, nothing
  * C was still doing can have made that hold: it is the failed attempt,
  * run after its caller had been told it failed, and not undone.
  */
@@ -58,6 +59,8 @@ export function ghostGrants(events: readonly HistoryEvent[], t: (ms: number) => 
   const actorOf = new Map<string, string>()
   const calls = new Map<string, Call>()
   const known = new Set<string>()
+  /** Calls whose grants were recorded with their owners. */
+  const granted = new Set<string>()
   const lowerBounds = new Map<string, { token: bigint; invokedAt: number; lease: string }[]>()
   const emptied: { at: number; names?: readonly string[]; kind: string }[] = []
   const namesOfLease = new Map<string, string[]>()
@@ -73,11 +76,15 @@ export function ghostGrants(events: readonly HistoryEvent[], t: (ms: number) => 
       }
     } else if (e.type === 'grant') {
       known.add(`${e.name}\0${e.token}`)
+      if (e.owner !== undefined) granted.add(e.op)
+      if (e.owner !== undefined) known.add(e.owner)
       push(namesOfLease, e.lease, e.name)
       const invokedAt = calls.get(e.op)?.invoke.at ?? e.at
       push(lowerBounds, e.name, { token: BigInt(e.token), invokedAt, lease: e.lease })
     } else if (e.type === 'end' && e.readToken !== undefined) {
+      if (e.readOwner !== undefined) granted.add(`downgrade of ${e.lease}`)
       for (const name of namesOfLease.get(e.lease) ?? []) known.add(`${name}\0${e.readToken}`)
+      if (e.readOwner !== undefined) known.add(e.readOwner)
     } else if (e.type === 'fault' && e.emptied) emptied.push({ ...e.emptied, kind: e.kind })
     else if (e.type === 'seen') {
       const invokedAt = calls.get(e.op)?.invoke.at ?? e.at
@@ -96,7 +103,7 @@ export function ghostGrants(events: readonly HistoryEvent[], t: (ms: number) => 
     for (const h of read.holders) {
       const actor = actorOf.get(h.owner.slice(0, h.owner.indexOf('.')))
       const id = `${read.name}\0${h.token}`
-      if (!actor || known.has(id) || reported.has(id)) continue
+      if (!actor || known.has(id) || known.has(h.owner) || reported.has(id)) continue
       const token = BigInt(h.token)
       let after: { at: number; why: string } | undefined
       for (const g of lowerBounds.get(read.name) ?? []) {
@@ -111,7 +118,9 @@ export function ghostGrants(events: readonly HistoryEvent[], t: (ms: number) => 
       }
       if (!after) continue
       const own = callsOf.get(`${actor}\0${read.name}`) ?? []
-      const inFlight = own.some((c) => GRANTING.has(c.invoke.kind) && c.complete?.outcome !== 'busy' && c.invoke.at < read.at && (c.complete?.at ?? Infinity) > after!.at)
+      // A call answered busy left nothing; one answered with a grant recorded its owners (none is this one).
+      const inFlight = own.some((c) => GRANTING.has(c.invoke.kind) && c.complete?.outcome !== 'busy' && !(c.complete?.outcome === 'ok' && granted.has(c.invoke.kind === 'downgrade' ? `downgrade of ${c.invoke.lease}` : c.invoke.op)) &&
+        c.invoke.at < read.at && (c.complete?.at ?? Infinity) > after!.at)
       if (inFlight) continue
       const failed = own.filter((c) => GRANTING.has(c.invoke.kind) && c.complete?.outcome === 'error' && c.complete.at <= after!.at).at(-1)
       if (!failed) continue
@@ -119,7 +128,7 @@ export function ghostGrants(events: readonly HistoryEvent[], t: (ms: number) => 
       const f = failed.complete!
       found.push({
         property: 'ghost-grant', at: read.at, involved: [failed.invoke.op, read.op],
-        evidence: `"${read.name}": ${read.op} (${read.by}, ${read.via}) at ${t(read.at)} showed a hold of ${actor} (owner ${h.owner}, token ${h.token}) that no grant of the history has; ` +
+        evidence: `"${read.name}": ${read.op} (${read.by}, ${read.via}) at ${t(read.at)} showed a hold of ${actor} (owner ${h.owner}, token ${h.token}) that no grant of the history has (owner or token); ` +
           `it was granted after ${t(after.at)} (${after.why}), when no call of ${actor} on the name was in flight; ` +
           `${actor}'s ${failed.invoke.kind} ${failed.invoke.op} had failed at ${t(f.at)} (${f.code ?? 'error'})`,
       })

@@ -81,6 +81,8 @@ export interface Grant extends Actor {
   readonly name: string
   readonly mode: HoldMode
   readonly token: string
+  /** The owner the store keeps it under (as baton shows owners). */
+  readonly owner?: string
   readonly weight: number
   /** Semaphores: how many permits the name has. */
   readonly permits: number
@@ -103,7 +105,8 @@ export interface End extends Actor {
   readonly lease: string
   readonly at: number
   readonly why: 'release' | 'resign' | 'downgrade'
-  /** A downgrade: the read hold's token (a hold of its own in the store, with a new owner). */
+  /** A downgrade: the read hold's owner and token (a hold of its own in the store). */
+  readonly readOwner?: string
   readonly readToken?: string
 }
 

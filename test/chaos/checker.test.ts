@@ -103,6 +103,31 @@ test('a starved waiter is a warning, a violation only when asked', () => {
   assert.deepEqual(check(history([...events]), { strictProgress: true }).violations.map((f) => f.property), ['waiter-starved'])
 })
 
+test('ghost-grant: a hold of a client whose attempt failed, granted after the store was emptied or after a lower token was asked for', () => {
+  const client = (p: number): HistoryEvent => ({ type: 'client', ...actor(p), clientId: `id${p}`, at: 0 })
+  const call = (p: number, op: string, kind: 'tryAcquire' | 'inspect', at: number, end: number | undefined, outcome: 'ok' | 'error' = 'error'): HistoryEvent[] => [
+    { type: 'invoke', ...actor(p), op, kind, primitive: 'mutex', names: ['a'], at },
+    ...(end === undefined ? [] : [{ type: 'complete', ...actor(p), op, at: end, outcome, ...(outcome === 'error' ? { code: 'BACKEND_UNAVAILABLE' } : {}) } as HistoryEvent]),
+  ]
+  const seen = (at: number, token: string): HistoryEvent[] => [...call(2, `seen${at}`, 'inspect', at - 5, at, 'ok'),
+    { type: 'seen', ...actor(2), op: `seen${at}`, name: 'a', at, holders: [{ owner: 'id1.x7', token }] }]
+  const restart: HistoryEvent = { type: 'fault', kind: 'store-restart', target: 'redis', at: 1000, healedAt: 3100, emptied: { at: 3000 } }
+  // p1's attempt failed during the outage; the store came back empty; p1's hold shows up with nothing of p1's in flight.
+  const ghost = check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...seen(3200, '77')]))
+  assert.deepEqual(ghost.violations.map((f) => f.property), ['ghost-grant'])
+  assert.match(ghost.violations[0]!.evidence, /hold of p1c0 .*token 77.*emptied at.*tryAcquire f had failed/)
+  // The attempt was still out when the store came back: its hold may be undone later, as it should.
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 3150), restart, ...seen(3200, '77')])).violations, [])
+  // Another attempt of p1's on the name was out meanwhile (killed with its process: never answered).
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...call(1, 'g', 'tryAcquire', 3050, undefined), ...seen(3200, '77')])).violations, [])
+  // A grant the history has is no ghost.
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...hold('l1', 'a', 77, 3150, 4000, 3300), ...seen(3200, '77')])).violations, [])
+  // Without an emptied store: a lower token asked for after the failure orders the ghost after it; one asked before does not.
+  const after = check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), ...hold('l3', 'a', 50, 2300, 3000, 2400), ...seen(3200, '77')]))
+  assert.deepEqual(after.violations.map((f) => f.property), ['ghost-grant'])
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), ...hold('l3', 'a', 50, 1000, 3000, 2400), ...seen(3200, '77')])).violations, [])
+})
+
 test('docs/faults.md shows the known exceptions table the checker uses', () => {
   const doc = readFileSync(fileURLToPath(new URL('../../../docs/faults.md', import.meta.url)), 'utf8')
   const shown = /<!-- chaos-exceptions -->\n([\s\S]*?)\n<!-- \/chaos-exceptions -->/.exec(doc)?.[1]
