@@ -88,7 +88,7 @@ export function ghostGrants(events: readonly HistoryEvent[], t: (ms: number) => 
     } else if (e.type === 'fault' && e.emptied) emptied.push({ ...e.emptied, kind: e.kind })
     else if (e.type === 'seen') {
       const invokedAt = calls.get(e.op)?.invoke.at ?? e.at
-      reads.push({ name: e.name, op: e.op, by: `p${e.process}c${e.client}`, invokedAt, at: e.at, holders: e.holders, via: 'inspect' })
+      reads.push({ name: e.name, op: e.op, by: e.process < 0 ? 'the runner' : `p${e.process}c${e.client}`, invokedAt, at: e.at, holders: e.holders, via: 'inspect' })
     }
   }
   const callsOf = new Map<string, Call[]>()
