@@ -120,6 +120,10 @@ test('ghost-grant: a hold of a client whose attempt failed, granted after the st
   assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 3150), restart, ...seen(3200, '77')])).violations, [])
   // Another attempt of p1's on the name was out meanwhile (killed with its process: never answered).
   assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...call(1, 'g', 'tryAcquire', 3050, undefined), ...seen(3200, '77')])).violations, [])
+  // A multi-lock attempt answered busy may have held the name meanwhile (and given it back).
+  const multi: HistoryEvent[] = [{ type: 'invoke', ...actor(1), op: 'm', kind: 'tryAcquire', primitive: 'multi', names: ['a', 'b'], at: 2900 },
+    { type: 'complete', ...actor(1), op: 'm', at: 3300, outcome: 'busy' }]
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...multi, ...seen(3200, '77')])).violations, [])
   // A grant the history has is no ghost.
   assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...hold('l1', 'a', 77, 3150, 4000, 3300), ...seen(3200, '77')])).violations, [])
   // Without an emptied store: a lower token asked for after the failure orders the ghost after it; one asked before does not.
