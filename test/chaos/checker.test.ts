@@ -124,6 +124,13 @@ test('ghost-grant: a hold of a client whose attempt failed, granted after the st
   const multi: HistoryEvent[] = [{ type: 'invoke', ...actor(1), op: 'm', kind: 'tryAcquire', primitive: 'multi', names: ['a', 'b'], at: 2900 },
     { type: 'complete', ...actor(1), op: 'm', at: 3300, outcome: 'busy' }]
   assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...multi, ...seen(3200, '77')])).violations, [])
+  const multiOk: HistoryEvent[] = [{ ...multi[0]!, op: 'm2' } as HistoryEvent, { type: 'complete', ...actor(1), op: 'm2', at: 3300, outcome: 'ok' },
+    { type: 'grant', ...actor(1), op: 'm2', lease: 'l9', primitive: 'multi', name: 'a', mode: 'exclusive', token: '90', owner: 'id1.y1', weight: 1, permits: 1, at: 3300, deadline: 4300 }]
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...multiOk, ...seen(3200, '77')])).violations, [])
+  // A single-name call answered with its grant explains only its own owner.
+  const single: HistoryEvent[] = [...call(1, 's', 'tryAcquire', 3050, 3100, 'ok'),
+    { type: 'grant', ...actor(1), op: 's', lease: 'l8', primitive: 'mutex', name: 'a', mode: 'exclusive', token: '60', owner: 'id1.y2', weight: 1, permits: 1, at: 3100, deadline: 3150 }]
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...single, ...seen(3200, '77')])).violations.map((f) => f.property), ['ghost-grant'])
   // A grant the history has is no ghost.
   assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...hold('l1', 'a', 77, 3150, 4000, 3300), ...seen(3200, '77')])).violations, [])
   // Without an emptied store: a lower token asked for after the failure orders the ghost after it; one asked before does not.
