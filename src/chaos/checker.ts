@@ -10,6 +10,7 @@
  */
 import { exceptionFor, type KnownException, type Property } from './exceptions.js'
 import type { History, HistoryEvent, Invoke } from './history.js'
+import { ghostGrants } from './ghosts.js'
 import { intervalsOf, type Interval } from './intervals.js'
 
 export interface Finding {
@@ -58,9 +59,10 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
     ...staleWrites(history.events),
     ...lostUpdates(history.events),
     ...looksHeld(history.events),
-    ...leaders(history.events),
+    ...leaders(history.events, ownersShownPerClient(history.store)),
     ...skippedTerms(history.events, history.ttlMs * 2 + OBSERVE_RETRY_CAP_MS),
     ...leftovers(history.events),
+    ...ghostGrants(history.events, t),
   ]
   const starved = starvedWaiters(history, intervals, options.starvationMs ?? history.ttlMs * 3 + 5000)
   const faults = history.events.filter((e) => e.type === 'fault')
@@ -188,15 +190,24 @@ function looksHeld(events: readonly HistoryEvent[]): Finding[] {
   return found
 }
 
-/** Two leaders in one term; an observe stream going back. */
-function leaders(events: readonly HistoryEvent[]): Finding[] {
+/**
+ * Whether a store shows one holder under different names to different
+ * clients: the lock server names an owner in full only to the client that
+ * holds (`http`, `http-memory`, `http-redis`), and as the server's digest
+ * of it to everyone else. Two clients' views of one term then differ in
+ * name, not in holder, and are compared per observing client.
+ */
+const ownersShownPerClient = (store: string): boolean => store === 'http' || store.startsWith('http-')
+
+/** Two leaders in one term (as one observer saw it, where holders' names differ by observer); an observe stream going back. */
+function leaders(events: readonly HistoryEvent[], perClient: boolean): Finding[] {
   const found: Finding[] = []
   const holderOfTerm = new Map<string, { holder: string; at: number }>()
   const lastOfStream = new Map<string, bigint>()
   const reported = new Set<string>()
   for (const e of events) {
     if (e.type !== 'observation' || e.token === null) continue
-    const term = `${e.name}#${e.token}`
+    const term = `${e.name}#${e.token}${perClient ? `@p${e.process}c${e.client}` : ''}`
     const known = holderOfTerm.get(term)
     if (e.holder !== undefined) {
       if (known && known.holder !== e.holder && !reported.has(term)) {

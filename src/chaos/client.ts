@@ -82,15 +82,16 @@ export async function runClient(s: ClientSettings): Promise<void> {
   let seq = 0
   const opId = () => `p${s.process}c${s.client}o${++seq}`
   /** Runs `fn` as one operation: invoke, then complete with its outcome. */
-  const op = async <T>(kind: OpKind, primitive: Primitive, names: readonly string[], fn: () => Promise<T>, lease?: string): Promise<{ id: string; value?: T; error?: unknown }> => {
+  const op = async <T>(kind: OpKind, primitive: Primitive, names: readonly string[], fn: (id: string) => Promise<T>, lease?: string): Promise<{ id: string; value?: T; error?: unknown }> => {
     const id = opId()
     s.record({ type: 'invoke', ...actor, op: id, kind, primitive, names, at: historyNow(), ...(lease ? { lease } : {}) })
     try {
-      const value = await fn()
+      const value = await fn(id)
       s.record({ type: 'complete', ...actor, op: id, at: historyNow(), outcome: value === null ? 'busy' : 'ok' })
       return { id, value }
     } catch (error) {
-      s.record({ type: 'complete', ...actor, op: id, at: historyNow(), outcome: 'error', code: isBatonError(error) ? error.code : 'UNEXPECTED', message: String((error as Error)?.message ?? error).slice(0, 200) })
+      const holder = isBatonError(error) && error.holder ? { holder: { owner: error.holder.owner, token: String(error.holder.token) } } : {}
+      s.record({ type: 'complete', ...actor, op: id, at: historyNow(), outcome: 'error', code: isBatonError(error) ? error.code : 'UNEXPECTED', message: String((error as Error)?.message ?? error).slice(0, 200), ...holder })
       return { id, error }
     } finally {
       // Every completion is a moment to look: right after an answer that sat
@@ -98,6 +99,8 @@ export async function runClient(s: ClientSettings): Promise<void> {
       probeAll(s.active, s.process, s.record)
     }
   }
+  // Owners of this client's attempts begin with its id: a hold a read shows is traced back to its client.
+  s.record({ type: 'client', ...actor, clientId: s.baton.keeper.clientId, at: historyNow() })
   let step = 0
   while (historyNow() < s.stopAt) {
     const plan = s.steps[step++ % s.steps.length]!
@@ -126,6 +129,15 @@ export async function runClient(s: ClientSettings): Promise<void> {
       return
     }
     await hold(plan)
+  }
+
+  async function inspect(primitive: Primitive, name: string): Promise<void> {
+    await op('inspect', primitive, [name], async (id) => {
+      const view = await s.baton.inspect(name)
+      const holders = (view?.holders ?? []).map((h) => ({ owner: h.owner, token: String(h.token) }))
+      s.record({ type: 'seen', ...actor, op: id, name, at: historyNow(), holders })
+      return holders
+    })
   }
 
   async function hold(plan: Extract<Step, { action: 'hold' }>): Promise<void> {
@@ -159,6 +171,8 @@ export async function runClient(s: ClientSettings): Promise<void> {
       }
     })
     clearTimeout(abortTimer)
+    // Busy: who holds it, read at once (a hold nobody was granted shows here).
+    if (acquired.value === null) for (const name of names) await inspect(plan.primitive, name)
     if (!acquired.value) return
     const got = acquired.value
     const id = `p${s.process}c${s.client}l${seq}`
@@ -166,7 +180,7 @@ export async function runClient(s: ClientSettings): Promise<void> {
     const grantedAt = historyNow()
     const mode: HoldMode = plan.primitive === 'semaphore' ? 'permit' : plan.primitive === 'rwlock' ? (plan.side === 'read' ? 'read' : 'write') : 'exclusive'
     for (const part of parts) {
-      s.record({ type: 'grant', ...actor, op: acquired.id, lease: id, primitive: plan.primitive, name: part.name, mode, token: String(part.token),
+      s.record({ type: 'grant', ...actor, op: acquired.id, lease: id, primitive: plan.primitive, name: part.name, mode, token: String(part.token), owner: part.owner,
         weight: plan.weight, permits: plan.primitive === 'semaphore' ? permitsOf(plan.names[0]!) : 1, at: grantedAt, deadline: grantedAt + part.remainingMs() })
     }
     const lost = (signal: AbortSignal) => {
@@ -200,7 +214,7 @@ export async function runClient(s: ClientSettings): Promise<void> {
           if (!write.held) return
           await op('downgrade', 'rwlock', names, async () => {
             const r = await write.run(() => s.baton.rwlock(names[0]!, { ttl }).read().acquire())
-            s.record({ type: 'end', ...actor, lease: id, at: historyNow(), why: 'downgrade' })
+            s.record({ type: 'end', ...actor, lease: id, at: historyNow(), why: 'downgrade', readOwner: r.owner, readToken: String(r.token) })
             // From here the probes read the read side: the write handle is released.
             current = r
             await write.release()

@@ -8,7 +8,7 @@
 /** What the checker checks; each violation is of one of these. */
 export type Property =
   | 'two-holders' | 'over-permits' | 'reader-beside-writer' | 'two-leaders' | 'observer-order' | 'observer-skipped-term'
-  | 'token-order' | 'stale-write' | 'lost-update' | 'looks-held-after-deadline' | 'leftover-state' | 'waiter-starved'
+  | 'token-order' | 'stale-write' | 'lost-update' | 'looks-held-after-deadline' | 'leftover-state' | 'waiter-starved' | 'ghost-grant'
 
 export interface KnownException {
   /** Store kinds it applies to (as the chaos runner and `baton verify` name them). */
@@ -37,9 +37,16 @@ export const KNOWN_EXCEPTIONS: readonly KnownException[] = [
     why: 'Redis replicates asynchronously: a promoted replica may not have the newest holds (or token counters), so a second holder can be let in; use Redlock, or fence',
   },
   {
+    stores: ['redis-sentinel', 'redis-cluster'],
+    faults: ['failover'],
+    properties: ['ghost-grant'],
+    leases: 2,
+    why: 'a promoted replica may be behind on a name\'s token counter: a lower token granted later no longer shows that a hold with a higher one came after it',
+  },
+  {
     stores: ['http-memory'],
     faults: ['store-restart-wiped'],
-    properties: ['two-holders', 'over-permits', 'reader-beside-writer', 'two-leaders', 'token-order', 'observer-order', 'observer-skipped-term'],
+    properties: ['two-holders', 'over-permits', 'reader-beside-writer', 'two-leaders', 'token-order', 'observer-order', 'observer-skipped-term', 'ghost-grant'],
     leases: 2,
     why: 'the lock server on memory:// without its data directory (none given and --no-restart-wait, or the directory lost) forgets every hold and starts its token counters again when it restarts (capabilities.durableTokens is false); with it, grants wait out the old leases and tokens continue',
   },

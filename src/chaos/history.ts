@@ -14,7 +14,7 @@ export const PRIMITIVES: readonly Primitive[] = ['mutex', 'fair', 'rwlock', 'sem
 
 export type OpKind =
   | 'acquire' | 'tryAcquire' | 'release' | 'extend' | 'downgrade' | 'forceRelease'
-  | 'campaign' | 'proclaim' | 'resign' | 'leader' | 'observe'
+  | 'campaign' | 'proclaim' | 'resign' | 'leader' | 'observe' | 'inspect'
 
 /** How a hold may share its name: a semaphore hold counts its weight against `permits`. */
 export type HoldMode = 'exclusive' | 'read' | 'write' | 'permit'
@@ -46,6 +46,30 @@ export interface Complete extends Actor {
   readonly outcome: 'ok' | 'busy' | 'error'
   readonly code?: string
   readonly message?: string
+  /** LOCK_TIMEOUT: the holder it named (seen by one of the call's own attempts or reads). */
+  readonly holder?: SeenHolder
+}
+
+/** A hold as a store read showed it: its owner (as baton shows owners) and token. */
+export interface SeenHolder {
+  readonly owner: string
+  readonly token: string
+}
+
+/** A client's id: every owner its attempts use begins with `${clientId}.` (src/core/owner.ts). */
+export interface ClientId extends Actor {
+  readonly type: 'client'
+  readonly clientId: string
+  readonly at: number
+}
+
+/** `baton.inspect(name)` answered (op `op`, completed at `at`): every hold the store had. */
+export interface Seen extends Actor {
+  readonly type: 'seen'
+  readonly op: string
+  readonly name: string
+  readonly at: number
+  readonly holders: readonly SeenHolder[]
 }
 
 /** A hold began (an acquire or campaign returned it): one per name of a multi-lock. */
@@ -57,6 +81,8 @@ export interface Grant extends Actor {
   readonly name: string
   readonly mode: HoldMode
   readonly token: string
+  /** The owner the store keeps it under (as baton shows owners). */
+  readonly owner?: string
   readonly weight: number
   /** Semaphores: how many permits the name has. */
   readonly permits: number
@@ -79,6 +105,9 @@ export interface End extends Actor {
   readonly lease: string
   readonly at: number
   readonly why: 'release' | 'resign' | 'downgrade'
+  /** A downgrade: the read hold's owner and token (a hold of its own in the store). */
+  readonly readOwner?: string
+  readonly readToken?: string
 }
 
 /** The lease's signal fired (or `held` turned false) and the client saw it at `at`. */
@@ -146,6 +175,12 @@ export interface Fault {
   readonly at: number
   healedAt?: number
   readonly detail?: string
+  /**
+   * The store (or, with `names`, the part of it that keeps those names) lost
+   * every hold and started again empty at `at`: a hold a read finds there
+   * later was granted after this moment.
+   */
+  readonly emptied?: { readonly at: number; readonly names?: readonly string[] }
 }
 
 /** What a name looked like in the store once every client had closed and every ttl had run out. */
@@ -157,7 +192,7 @@ export interface Leftover {
   readonly waiters: number
 }
 
-export type HistoryEvent = Invoke | Complete | Grant | Renew | End | Loss | Probe | Observation | Write | Fault | Leftover
+export type HistoryEvent = Invoke | Complete | Grant | Renew | End | Loss | Probe | Observation | Write | Fault | Leftover | ClientId | Seen
 
 export interface History {
   readonly seed: number

@@ -82,6 +82,16 @@ test('two leaders in one term, an observer going back', () => {
   assert.deepEqual(v.violations.map((f) => f.property).sort(), ['observer-order', 'two-leaders'])
 })
 
+test('on the lock server, one term seen under the holder\'s owner by its own process and under a digest by another is one leader', () => {
+  const o = (p: number, at: number, holder: string): HistoryEvent =>
+    ({ type: 'observation', ...actor(p), via: 'leader', stream: '', name: 'e', at, token: '3', holder })
+  const shown = [o(1, 10, 'owner-id.1'), o(2, 20, 'digestOfOwner')]
+  assert.deepEqual(check(history(shown, 'http-memory')).violations, [])
+  // One observer seeing two holders of one term is still two leaders; and on a store that names owners alike everywhere, any two.
+  assert.deepEqual(check(history([...shown, o(2, 30, 'anotherDigest')], 'http-memory')).violations.map((f) => f.property), ['two-leaders'])
+  assert.deepEqual(check(history(shown, 'redis')).violations.map((f) => f.property), ['two-leaders'])
+})
+
 test('an observe stream that skips a long term is reported; one that skips a short term is not', () => {
   const o = (at: number, token: number | null): HistoryEvent =>
     ({ type: 'observation', ...actor(1), via: 'observe', stream: 's1', name: 'e', at, token: token === null ? null : String(token) })
@@ -114,6 +124,42 @@ test('a waiter behind holds that cover the name, or behind an earlier waiter, is
   // "late" asked after "early", which waited until 9,000 ms: "late" was not first in line before then.
   const behind = [...wait('early', 1, 50, 9000), ...wait('late', 2, 100, 9900)]
   assert.deepEqual(check(history(behind)).warnings.map((f) => f.involved), [['early']])
+})
+
+test('ghost-grant: a hold of a client whose attempt failed, granted after the store was emptied or after a lower token was asked for', () => {
+  const client = (p: number): HistoryEvent => ({ type: 'client', ...actor(p), clientId: `id${p}`, at: 0 })
+  const call = (p: number, op: string, kind: 'tryAcquire' | 'inspect', at: number, end: number | undefined, outcome: 'ok' | 'error' = 'error'): HistoryEvent[] => [
+    { type: 'invoke', ...actor(p), op, kind, primitive: 'mutex', names: ['a'], at },
+    ...(end === undefined ? [] : [{ type: 'complete', ...actor(p), op, at: end, outcome, ...(outcome === 'error' ? { code: 'BACKEND_UNAVAILABLE' } : {}) } as HistoryEvent]),
+  ]
+  const seen = (at: number, token: string): HistoryEvent[] => [...call(2, `seen${at}`, 'inspect', at - 5, at, 'ok'),
+    { type: 'seen', ...actor(2), op: `seen${at}`, name: 'a', at, holders: [{ owner: 'id1.x7', token }] }]
+  const restart: HistoryEvent = { type: 'fault', kind: 'store-restart', target: 'redis', at: 1000, healedAt: 3100, emptied: { at: 3000 } }
+  // p1's attempt failed during the outage; the store came back empty; p1's hold shows up with nothing of p1's in flight.
+  const ghost = check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...seen(3200, '77')]))
+  assert.deepEqual(ghost.violations.map((f) => f.property), ['ghost-grant'])
+  assert.match(ghost.violations[0]!.evidence, /hold of p1c0 .*token 77.*emptied at.*tryAcquire f had failed/)
+  // The attempt was still out when the store came back: its hold may be undone later, as it should.
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 3150), restart, ...seen(3200, '77')])).violations, [])
+  // Another attempt of p1's on the name was out meanwhile (killed with its process: never answered).
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...call(1, 'g', 'tryAcquire', 3050, undefined), ...seen(3200, '77')])).violations, [])
+  // A multi-lock attempt answered busy may have held the name meanwhile (and given it back).
+  const multi: HistoryEvent[] = [{ type: 'invoke', ...actor(1), op: 'm', kind: 'tryAcquire', primitive: 'multi', names: ['a', 'b'], at: 2900 },
+    { type: 'complete', ...actor(1), op: 'm', at: 3300, outcome: 'busy' }]
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...multi, ...seen(3200, '77')])).violations, [])
+  const multiOk: HistoryEvent[] = [{ ...multi[0]!, op: 'm2' } as HistoryEvent, { type: 'complete', ...actor(1), op: 'm2', at: 3300, outcome: 'ok' },
+    { type: 'grant', ...actor(1), op: 'm2', lease: 'l9', primitive: 'multi', name: 'a', mode: 'exclusive', token: '90', owner: 'id1.y1', weight: 1, permits: 1, at: 3300, deadline: 4300 }]
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...multiOk, ...seen(3200, '77')])).violations, [])
+  // A single-name call answered with its grant explains only its own owner.
+  const single: HistoryEvent[] = [...call(1, 's', 'tryAcquire', 3050, 3100, 'ok'),
+    { type: 'grant', ...actor(1), op: 's', lease: 'l8', primitive: 'mutex', name: 'a', mode: 'exclusive', token: '60', owner: 'id1.y2', weight: 1, permits: 1, at: 3100, deadline: 3150 }]
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...single, ...seen(3200, '77')])).violations.map((f) => f.property), ['ghost-grant'])
+  // A grant the history has is no ghost.
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...hold('l1', 'a', 77, 3150, 4000, 3300), ...seen(3200, '77')])).violations, [])
+  // Without an emptied store: a lower token asked for after the failure orders the ghost after it; one asked before does not.
+  const after = check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), ...hold('l3', 'a', 50, 2300, 3000, 2400), ...seen(3200, '77')]))
+  assert.deepEqual(after.violations.map((f) => f.property), ['ghost-grant'])
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), ...hold('l3', 'a', 50, 1000, 3000, 2400), ...seen(3200, '77')])).violations, [])
 })
 
 test('docs/faults.md shows the known exceptions table the checker uses', () => {

@@ -24,7 +24,7 @@ export interface NemesisTarget {
   readonly record: (fault: Fault) => void
 }
 
-type FaultMaker = (random: Random) => Promise<{ target: string; detail: string } | undefined>
+type FaultMaker = (random: Random) => Promise<{ target: string; detail: string; emptied?: Fault['emptied'] } | undefined>
 
 export function faultsOf(t: NemesisTarget): Map<string, FaultMaker> {
   const faults = new Map<string, FaultMaker>()
@@ -77,7 +77,10 @@ export function faultsOf(t: NemesisTarget): Map<string, FaultMaker> {
     return { target: `process ${picked[0]}`, detail: 'killed (-9), a new process started in its place' }
   })
   for (const [kind, make] of Object.entries(t.store.faults)) {
-    faults.set(kind, async (random) => ({ target: t.store.kind, detail: await make(random, t.names, t) }))
+    faults.set(kind, async (random) => {
+      const done = await make(random, t.names, t)
+      return typeof done === 'string' ? { target: t.store.kind, detail: done } : { target: t.store.kind, ...done }
+    })
   }
   return faults
 }
@@ -97,7 +100,7 @@ export async function runNemesis(t: NemesisTarget, seed: number, stopAt: number,
     try {
       const done = await faults.get(kind)!(random)
       if (!done) continue
-      t.record({ ...fault, target: done.target, detail: done.detail, healedAt: historyNow() })
+      t.record({ ...fault, target: done.target, detail: done.detail, healedAt: historyNow(), ...(done.emptied ? { emptied: done.emptied } : {}) })
     } catch (error) {
       t.record({ ...fault, target: 'nemesis', detail: `the fault failed: ${String(error)}`, healedAt: historyNow() })
     }

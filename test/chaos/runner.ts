@@ -102,12 +102,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     startedAt = historyNow()
     stopAt = startedAt + o.seconds * 1000
     for (const child of children.values()) if (child.connected) child.send({ type: 'start', stopAt })
+    const named = primitives.flatMap((p) => [0, 1].map((i) => ({ name: nameOf(prefix, p, i), primitive: p })))
+    const reads: Promise<void>[] = []
     const faultKinds = await runNemesis({
       store, proxies, ttlMs, children: () => children,
-      names: [...new Set(primitives.flatMap((p) => [0, 1].map((i) => nameOf(prefix, p, i))))],
+      names: [...new Set(named.map((n) => n.name))],
       killChild: (index) => { const c = children.get(index); c?.kill('SIGCONT'); c?.kill('SIGKILL'); start() },
-      record: (f) => parentEvents.push(f),
+      record: (f) => {
+        parentEvents.push(f)
+        if (f.emptied) reads.push(readNames(store.url, named.filter((n) => !f.emptied!.names || f.emptied!.names.includes(n.name)), ttlMs * 2, (e) => parentEvents.push(e)))
+      },
     }, o.seed, stopAt, o.faults)
+    await Promise.all(reads)
     const end = stopAt
     for (const proxy of proxies) { proxy.onReply(undefined); proxy.resume() }
     // Every process stops by itself (stopAt, then its grace); a stuck one is killed.
@@ -132,6 +138,34 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     await Promise.all(proxies.map((p) => p.close()))
     await store.close()
     rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * After a fault that left the store empty, who holds each name, read by
+ * the runner every 100 ms for `forMs`: a hold nobody was granted (an
+ * attempt run after its caller was told it failed) shows here.
+ */
+async function readNames(url: string, names: readonly { name: string; primitive: Primitive }[], forMs: number, record: (e: HistoryEvent) => void): Promise<void> {
+  const until = historyNow() + forMs
+  const baton = await connect(url, { commandTimeout: ms(2000) }).catch(() => undefined)
+  if (!baton) return
+  const actor = { process: -1, client: 0 }
+  let seq = 0
+  try {
+    while (historyNow() < until) {
+      for (const { name, primitive } of names) {
+        const op = `runner-o${++seq}`
+        record({ type: 'invoke', ...actor, op, kind: 'inspect', primitive, names: [name], at: historyNow() })
+        const view = await baton.inspect(name).catch(() => undefined)
+        const at = historyNow()
+        record({ type: 'complete', ...actor, op, at, outcome: view === undefined ? 'error' : 'ok' })
+        if (view !== undefined) record({ type: 'seen', ...actor, op, name, at, holders: (view?.holders ?? []).map((h) => ({ owner: h.owner, token: String(h.token) })) })
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  } finally {
+    await baton.close()
   }
 }
 

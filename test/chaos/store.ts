@@ -27,4 +27,10 @@ export interface RunView {
   readonly ttlMs: number
 }
 
-export type StoreFault = (random: Random, names: readonly string[], run: RunView) => Promise<string>
+export type StoreFault = (random: Random, names: readonly string[], run: RunView) => Promise<string | StoreFaultDone>
+
+/** What a store fault did; `emptied` when it left the store (or the part keeping `names`) empty from `at` on. */
+export interface StoreFaultDone {
+  readonly detail: string
+  readonly emptied?: { readonly at: number; readonly names?: readonly string[] }
+}

@@ -14,13 +14,27 @@ import { startZookeeperEnsembleStore, startZookeeperStore } from './faults/zooke
 import type { ChaosStore, StoreKind } from './store.js'
 
 export { STORE_KINDS, type ChaosStore, type RunView, type StoreFault, type StoreKind } from './store.js'
+import { historyNow } from '../../src/chaos/history.js'
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export async function startStore(kind: StoreKind): Promise<ChaosStore> {
   switch (kind) {
     case 'redis': {
       const server = await startRedis()
       return { kind, url: server.url, proxyPorts: [server.port], close: () => server.stop(),
-        faults: { 'store-restart': async () => { await server.restart(); return 'redis-server killed (-9) and started again, empty' } } }
+        faults: { 'store-restart': async (random) => {
+          // It hangs first (calls pile up unanswered), then dies and stays down for up to 4 s, past a
+          // command's deadline (2 s in the chaos clients): the calls it never answered fail while ioredis reconnects.
+          const [hungMs, downMs] = [random.int(0, 1000), random.int(0, 4000)]
+          server.pause()
+          await sleep(hungMs)
+          await server.kill()
+          await sleep(downMs)
+          const at = historyNow()
+          await server.restart()
+          return { detail: `redis-server hung ${hungMs} ms, killed (-9), down ${downMs} ms, started again, empty`, emptied: { at } }
+        } } }
     }
     case 'redis-cluster': return startClusterStore()
     case 'redis-sentinel': {

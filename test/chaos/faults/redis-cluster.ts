@@ -7,6 +7,7 @@
 import { clusterSlotOwner, moveClusterSlot, redisCommand, startRedisCluster, type RedisClusterSetup, type RedisServer } from '../../harness/servers.js'
 import { ms } from '../../harness/timing.js'
 import { slotOfName } from '../../../src/drivers/redis/keys.js'
+import { historyNow } from '../../../src/chaos/history.js'
 import type { ChaosStore } from '../store.js'
 
 const sleep = (delay: number) => new Promise((resolve) => setTimeout(resolve, delay))
@@ -50,11 +51,17 @@ export async function startClusterStore(): Promise<ChaosStore> {
   const cluster = await startRedisCluster(3, 1)
   return { kind: 'redis-cluster', url: cluster.url, proxyPorts: [], close: () => cluster.stop(),
     faults: {
-      'store-restart': async (random) => {
+      'store-restart': async (random, names) => {
         const node = random.pick(await mastersOf(cluster))
+        const kept = await Promise.all(names.map(async (name) => (await clusterSlotOwner(cluster, slotOfName(name))) === node))
+        await node.kill()
+        const at = historyNow()
         await node.restart()
         // Its replica resyncs from it (empty too), or was promoted if the restart outlasted the node timeout.
-        return `master :${node.port} killed (-9) and started again, empty; a ${await roleOf(node)} now`
+        const role = await roleOf(node)
+        const detail = `master :${node.port} killed (-9) and started again, empty; a ${role} now`
+        // Emptied only if it serves its slots again (a promoted replica kept them).
+        return role === 'master' ? { detail, emptied: { at, names: names.filter((_, i) => kept[i]) } } : detail
       },
       // Cluster clients are not proxied: the notice connections are cut from the servers' side.
       'notice-kill': async () => {
