@@ -43,7 +43,16 @@ const field = async (port: number, section: string, name: string): Promise<strin
   return typeof reply === 'string' ? new RegExp(`^${name}:(.*)$`, 'm').exec(reply)?.[1]?.trim() : undefined
 }
 
-export async function startReplicatedRedis(): Promise<ReplicatedRedis> {
+/**
+ * `failoverTimeoutMs`: the Sentinels' failover-timeout. A Sentinel also
+ * "fixes" a replica that reports another master than the one it monitors
+ * once this long has passed (+fix-slave-config), and these replicas report
+ * their link's proxy: from then on they replicate from the master directly
+ * and holdReplication() holds nothing. A set-up that never fails over gives
+ * a timeout longer than its tests; one that does keeps it short, since a
+ * failover attempt that fails is tried again only after twice this.
+ */
+export async function startReplicatedRedis({ failoverTimeoutMs = 5000 }: { failoverTimeoutMs?: number } = {}): Promise<ReplicatedRedis> {
   const started: ServerProcess[] = []
   const links: Proxy[] = []
   const stop = async (): Promise<void> => {
@@ -82,7 +91,7 @@ export async function startReplicatedRedis(): Promise<ReplicatedRedis> {
             `port ${port}`, `bind ${HOST}`, 'protected-mode no', `dir ${dir}`,
             `sentinel monitor ${MASTER_NAME} ${HOST} ${master.port} 2`,
             `sentinel down-after-milliseconds ${MASTER_NAME} 1000`,
-            `sentinel failover-timeout ${MASTER_NAME} 5000`, '',
+            `sentinel failover-timeout ${MASTER_NAME} ${failoverTimeoutMs}`, '',
           ].join('\n'))
           return [conf, '--sentinel']
         },

@@ -106,7 +106,8 @@ describe('redis replica acknowledgement', () => {
   })
 
   it('a grant the replicas do not acknowledge is given back: REPLICA_ACK_TIMEOUT, retryable', async () => {
-    redis = await startReplicatedRedis()
+    // No failover here: the Sentinels must not re-point the replicas past their held links while these tests run.
+    redis = await startReplicatedRedis({ failoverTimeoutMs: ms(600_000) })
     const baton = await connect(redis.master.url + `?replicas=2&replicaTimeout=${ms(300)}`, CONNECT)
     const plain = await connect(redis.master.url, CONNECT)
     redis.holdReplication(true)
