@@ -4,13 +4,15 @@
  * name in grant order against the holds still open, not compared pairwise.
  *
  * No check depends on how fast the machine was: a hold's interval is what
- * its holder knew (a slow holder only shortens it), and the one check that
- * is about time passing (a waiter not granted while the name was free) is
- * a warning unless the caller makes it strict.
+ * its holder knew (a slow holder only shortens it), and the two checks that
+ * are about time passing (a waiter not granted while the name was free, a
+ * holder slow to see a forced release: notices.ts) are warnings unless the
+ * caller makes them strict.
  */
 import { exceptionFor, type KnownException, type Property } from './exceptions.js'
 import type { History, HistoryEvent, Invoke } from './history.js'
 import { ghostGrants } from './ghosts.js'
+import { lossNoticeBoundMs, unnoticedLosses } from './notices.js'
 import { intervalsOf, type Interval } from './intervals.js'
 
 export interface Finding {
@@ -35,7 +37,9 @@ export interface Verdict {
 export interface CheckOptions {
   /** A waiter the name was free for this long (ms) is reported; default 3 ttl + 5 s. */
   readonly starvationMs?: number
-  /** Report starved waiters as violations, not warnings (never in CI: load can cause them). */
+  /** A holder a forced release removed that saw its loss no sooner than this (ms) is reported; default lossNoticeBoundMs(ttl). */
+  readonly lossNoticeMs?: number
+  /** Report starved waiters and unnoticed losses as violations, not warnings (never in CI: load can cause them). */
   readonly strictProgress?: boolean
 }
 
@@ -64,7 +68,11 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
     ...leftovers(history.events),
     ...ghostGrants(history.events, t),
   ]
-  const starved = starvedWaiters(history, intervals, options.starvationMs ?? history.ttlMs * 3 + 5000)
+  // The checks about time passing: warnings unless the caller makes progress strict.
+  const slow = [
+    ...starvedWaiters(history, intervals, options.starvationMs ?? history.ttlMs * 3 + 5000),
+    ...unnoticedLosses(history.events, options.lossNoticeMs ?? lossNoticeBoundMs(history.ttlMs), t),
+  ]
   const faults = history.events.filter((e) => e.type === 'fault')
   const excuse = (f: Finding): Finding => {
     for (const fault of faults) {
@@ -77,9 +85,9 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
   }
   const judged = found.map(excuse)
   return {
-    violations: [...judged.filter((f) => !f.excusedBy), ...(options.strictProgress ? starved : [])],
+    violations: [...judged.filter((f) => !f.excusedBy), ...(options.strictProgress ? slow : [])],
     excused: judged.filter((f) => f.excusedBy),
-    warnings: options.strictProgress ? [] : starved,
+    warnings: options.strictProgress ? [] : slow,
     holdsChecked: new Set(intervals.map((i) => i.lease)).size,
   }
 }

@@ -87,7 +87,7 @@ export async function runClient(s: ClientSettings): Promise<void> {
     s.record({ type: 'invoke', ...actor, op: id, kind, primitive, names, at: historyNow(), ...(lease ? { lease } : {}) })
     try {
       const value = await fn(id)
-      s.record({ type: 'complete', ...actor, op: id, at: historyNow(), outcome: value === null ? 'busy' : 'ok' })
+      s.record({ type: 'complete', ...actor, op: id, at: historyNow(), outcome: value === null ? 'busy' : 'ok', ...(typeof value === 'boolean' ? { answer: value } : {}) })
       return { id, value }
     } catch (error) {
       const holder = isBatonError(error) && error.holder ? { holder: { owner: error.holder.owner, token: String(error.holder.token) } } : {}

@@ -48,6 +48,8 @@ export interface Complete extends Actor {
   readonly message?: string
   /** LOCK_TIMEOUT: the holder it named (seen by one of the call's own attempts or reads). */
   readonly holder?: SeenHolder
+  /** forceRelease: whether the store said it dropped something (true) or found nothing to drop. */
+  readonly answer?: boolean
 }
 
 /** A hold as a store read showed it: its owner (as baton shows owners) and token. */

@@ -113,6 +113,28 @@ test('a starved waiter is a warning, a violation only when asked', () => {
   assert.deepEqual(check(history([...events]), { strictProgress: true }).violations.map((f) => f.property), ['waiter-starved'])
 })
 
+test('a holder that sees a forced release late while its process runs is a warning (loss-unnoticed); a timely, stopped or silent one is not', () => {
+  // ttl 1000 in these histories: the bound is 2 s. The runner (process -1) forces "a" while p1 holds it.
+  const forced = (answer: boolean): HistoryEvent[] => [
+    { type: 'invoke', ...actor(-1), op: 'runner-f1', kind: 'forceRelease', primitive: 'mutex', names: ['a'], at: 100 },
+    { type: 'complete', ...actor(-1), op: 'runner-f1', at: 105, outcome: 'ok', answer },
+  ]
+  const running: HistoryEvent = { type: 'probe', ...actor(1), lease: 'l1', at: 3000, held: true, aborted: false, remainingMs: 3000 }
+  const lostAt = (at: number): HistoryEvent => ({ type: 'loss', ...actor(1), lease: 'l1', at, code: 'LOCK_LOST' })
+  const late = [...hold('l1', 'a', 1, 10, 6010), ...forced(true), running, lostAt(6000)]
+  const warned = check(history([...late]))
+  assert.deepEqual([warned.violations, warned.warnings.map((f) => f.property)], [[], ['loss-unnoticed']])
+  assert.match(warned.warnings[0]!.evidence, /forced release runner-f1 .* answered true at \+0\.105 s; l1 .* 5895 ms to notice \(bound 2000 ms\)/)
+  assert.deepEqual(check(history([...late]), { strictProgress: true }).violations.map((f) => f.property), ['loss-unnoticed'])
+  const stall: HistoryEvent = { type: 'fault', kind: 'client-stall', target: 'process 1', at: 90, healedAt: 2500 }
+  for (const clean of [
+    [...hold('l1', 'a', 1, 10, 6010), ...forced(true), lostAt(150), running],
+    [...hold('l1', 'a', 1, 10, 6010), ...forced(false), running, lostAt(6000)],
+    [...late, stall],
+    [...hold('l1', 'a', 1, 10, 6010), ...forced(true), lostAt(6000)],
+  ]) assert.deepEqual(check(history(clean)).warnings, [])
+})
+
 test('a waiter behind holds that cover the name, or behind an earlier waiter, is not starved', () => {
   const wait = (op: string, p: number, at: number, done?: number): HistoryEvent[] => [
     { type: 'invoke', ...actor(p), op, kind: 'acquire', primitive: 'mutex', names: ['a'], at },

@@ -4,21 +4,18 @@
  * its own (restart, failover). Each fault is recorded with when it began,
  * when it healed and what it did.
  */
-import type { ChildProcess } from 'node:child_process'
 import type { Fault } from '../../src/chaos/history.js'
 import { historyNow } from '../../src/chaos/history.js'
 import { Random } from '../../src/chaos/prng.js'
 import { dropOnce, isPush, type Proxy } from '../harness/proxy.js'
+import type { RunView } from './store.js'
 import type { ChaosStore } from './stores.js'
 
-export interface NemesisTarget {
+export interface NemesisTarget extends RunView {
   readonly store: ChaosStore
   readonly proxies: readonly Proxy[]
-  /** Client processes alive now, by process index. */
-  readonly children: () => ReadonlyMap<number, ChildProcess>
   /** kill -9 one client process and start a replacement. */
   readonly killChild: (index: number) => void
-  readonly ttlMs: number
   /** The lock names the run's clients use (a store fault may aim at one). */
   readonly names: readonly string[]
   readonly record: (fault: Fault) => void

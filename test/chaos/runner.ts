@@ -45,7 +45,7 @@ const CHILD = fileURLToPath(new URL('./child.js', import.meta.url))
 
 export function replayOf(o: ChaosOptions): string {
   return `npm run chaos -- --store ${o.store} --seed ${o.seed} --seconds ${o.seconds}` +
-    (o.faults ? ` --faults ${o.faults.join(',')}` : '') + (o.primitives ? ` --primitives ${o.primitives.join(',')}` : '')
+    (o.ttlMs ? ` --ttl ${o.ttlMs}` : '') + (o.faults ? ` --faults ${o.faults.join(',')}` : '') + (o.primitives ? ` --primitives ${o.primitives.join(',')}` : '')
 }
 
 /** The primitives `url`'s store offers. */
@@ -104,8 +104,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     for (const child of children.values()) if (child.connected) child.send({ type: 'start', stopAt })
     const named = primitives.flatMap((p) => [0, 1].map((i) => ({ name: nameOf(prefix, p, i), primitive: p })))
     const reads: Promise<void>[] = []
+    const runnerClient = new RunnerClient(store.url, named, (e) => parentEvents.push(e))
     const faultKinds = await runNemesis({
       store, proxies, ttlMs, children: () => children,
+      heldNames: () => runnerClient.heldNames(), forceRelease: (name) => runnerClient.forceRelease(name),
       names: [...new Set(named.map((n) => n.name))],
       killChild: (index) => { const c = children.get(index); c?.kill('SIGCONT'); c?.kill('SIGKILL'); start() },
       record: (f) => {
@@ -114,6 +116,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       },
     }, o.seed, stopAt, o.faults)
     await Promise.all(reads)
+    await runnerClient.close()
     const end = stopAt
     for (const proxy of proxies) { proxy.onReply(undefined); proxy.resume() }
     // Every process stops by itself (stopAt, then its grace); a stuck one is killed.
@@ -138,6 +141,51 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     await Promise.all(proxies.map((p) => p.close()))
     await store.close()
     rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * The runner's own client, for store faults that act on the run's names
+ * (a forced release right after the notice connections were cut): its
+ * calls are recorded as those of process -1.
+ */
+class RunnerClient {
+  private baton: Promise<Baton | undefined> | undefined
+  private seq = 0
+
+  constructor(private readonly url: string, private readonly named: readonly { name: string; primitive: Primitive }[], private readonly record: (e: HistoryEvent) => void) {}
+
+  private connected(): Promise<Baton | undefined> {
+    return (this.baton ??= connect(this.url, { commandTimeout: ms(2000) }).catch(() => undefined))
+  }
+
+  async heldNames(): Promise<string[]> {
+    const baton = await this.connected()
+    if (!baton) return []
+    const names = [...new Set(this.named.map((n) => n.name))]
+    const views = await Promise.all(names.map((name) => baton.inspect(name).catch(() => undefined)))
+    return names.filter((_, i) => (views[i]?.holders.length ?? 0) > 0)
+  }
+
+  async forceRelease(name: string): Promise<boolean> {
+    const baton = await this.connected()
+    if (!baton) return false
+    const actor = { process: -1, client: 0 }
+    const op = `runner-f${++this.seq}`
+    const primitive = this.named.find((n) => n.name === name)?.primitive ?? 'mutex'
+    this.record({ type: 'invoke', ...actor, op, kind: 'forceRelease', primitive, names: [name], at: historyNow() })
+    try {
+      const answer = await baton.forceRelease(name)
+      this.record({ type: 'complete', ...actor, op, at: historyNow(), outcome: 'ok', answer })
+      return answer
+    } catch (error) {
+      this.record({ type: 'complete', ...actor, op, at: historyNow(), outcome: 'error', message: String(error).slice(0, 200) })
+      return false
+    }
+  }
+
+  async close(): Promise<void> {
+    await (await this.baton)?.close()
   }
 }
 

@@ -25,6 +25,10 @@ export interface RunView {
   /** Client processes alive now, by process index. */
   readonly children: () => ReadonlyMap<number, ChildProcess>
   readonly ttlMs: number
+  /** The run's names that have a holder now (read by the runner). */
+  readonly heldNames: () => Promise<string[]>
+  /** A forced release of `name` by the runner, recorded in the history (actor process -1): its answer. */
+  readonly forceRelease: (name: string) => Promise<boolean>
 }
 
 export type StoreFault = (random: Random, names: readonly string[], run: RunView) => Promise<string | StoreFaultDone>

@@ -14,6 +14,7 @@ import type { StoreKind } from './stores.js'
 export interface ChaosCase {
   readonly seed: number
   readonly seconds: number
+  readonly ttlMs?: number
   readonly faults?: readonly string[]
   readonly primitives?: readonly Primitive[]
   /** What this seed once found (a regression case), for the test's name. */

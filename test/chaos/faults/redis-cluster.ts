@@ -8,6 +8,7 @@ import { clusterSlotOwner, moveClusterSlot, redisCommand, startRedisCluster, typ
 import { ms } from '../../harness/timing.js'
 import { slotOfName } from '../../../src/drivers/redis/keys.js'
 import { historyNow } from '../../../src/chaos/history.js'
+import { Random } from '../../../src/chaos/prng.js'
 import type { ChaosStore } from '../store.js'
 
 const sleep = (delay: number) => new Promise((resolve) => setTimeout(resolve, delay))
@@ -64,9 +65,20 @@ export async function startClusterStore(): Promise<ChaosStore> {
         return role === 'master' ? { detail, emptied: { at, names: names.filter((_, i) => kept[i]) } } : detail
       },
       // Cluster clients are not proxied: the notice connections are cut from the servers' side.
-      'notice-kill': async () => {
+      // Right after, the runner forces up to two held names: their holders
+      // hear of it only if their notice connections came back and they
+      // looked again (the checker's loss-unnoticed warns otherwise).
+      'notice-kill': async (random, _names, run) => {
+        const held = await run.heldNames()
+        // One draw from the nemesis whatever is held, so its later choices stay those of the seed.
+        const pick = new Random(random.int(0, 2 ** 31 - 1))
+        const first = held.length > 0 ? pick.pick(held) : undefined
+        const rest = held.filter((n) => n !== first)
+        const forced = first === undefined ? [] : rest.length > 0 ? [first, pick.pick(rest)] : [first]
         const killed = await Promise.all(cluster.nodes.map((n) => redisCommand(n.port, ['CLIENT', 'KILL', 'TYPE', 'pubsub']).catch(() => 0)))
-        return `CLIENT KILL TYPE pubsub on every node: ${killed.map(Number).reduce((a, b) => a + b, 0)} notice connections cut`
+        const answers = await Promise.all(forced.map((name) => run.forceRelease(name)))
+        return `CLIENT KILL TYPE pubsub on every node: ${killed.map(Number).reduce((a, b) => a + b, 0)} notice connections cut; ` +
+          `then forced: ${forced.map((name, i) => `"${name}" (${answers[i]})`).join(', ') || 'nothing held'}`
       },
       // A live resharding of the slot one of the run's names lives in, while its clients hold, wait and renew.
       'slot-move': async (random, names) => {
