@@ -5,7 +5,7 @@
  *   npm run chaos -- --store redis --seed 1234 --seconds 30
  */
 import { fork, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -265,7 +265,17 @@ async function main(): Promise<void> {
     ...(values.primitives ? { primitives: values.primitives.split(',') as Primitive[] } : {}),
   })
   console.log(result.report)
+  if (result.verdict.violations.length > 0) console.log(keepHistory(store, seed, result.history))
   process.exitCode = result.verdict.violations.length === 0 ? 0 : 1
+}
+
+/** Writes a failing run's whole history (the evidence in full) where temporary files go; returns the line that says where. */
+export function keepHistory(store: string, seed: number, history: History): string {
+  const dir = join(tmpdir(), 'baton-chaos-failures')
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, `${store}-${seed}-${process.pid}.json`)
+  writeFileSync(file, JSON.stringify(history))
+  return `history: ${file}`
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await main()

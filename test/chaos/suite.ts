@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Primitive } from '../../src/chaos/history.js'
-import { runChaos } from './runner.js'
+import { keepHistory, runChaos } from './runner.js'
 import type { StoreKind } from './stores.js'
 
 export interface ChaosCase {
@@ -29,7 +29,10 @@ export function chaosSuite(store: StoreKind, cases: readonly ChaosCase[], random
     test(label, async (t) => {
       const result = await runChaos({ store, ...c })
       for (const line of result.report.split('\n')) t.diagnostic(line)
-      assert.equal(result.verdict.violations.length, 0, `${result.report}\n`)
+      // A failing run's whole history is kept, for the checker's evidence to be read in full.
+      const kept = result.verdict.violations.length > 0 ? keepHistory(store, c.seed, result.history) : ''
+      assert.equal(result.verdict.violations.length, 0, `${result.report}\n${kept}`)
     })
   }
 }
+
