@@ -19,15 +19,20 @@ export class Inspector {
     return info ?? null
   }
 
-  /** The table's own order (name is VARBINARY: byte order), from the cursor, LIMIT the page. */
+  /**
+   * The tables' own order (names are VARBINARY: byte order), from the
+   * cursor, LIMIT the page; names are taken from the holds and the line
+   * (sql/info-names.sql), so idle names cost nothing.
+   */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const pattern = Buffer.from(likePattern(prefix))
     let after: Buffer = Buffer.from(page?.after ?? '')
     let left = limitOf(page)
     while (left > 0) {
       const size = Math.min(LIST_PAGE, left)
+      const bounds = [pattern, after, size]
       const { found, rows, last } = await this.transactions.snapshot(async (tx) => {
-        const names = await tx.read<InfoName>('info-names', [pattern, after, size])
+        const names = await tx.read<InfoName>('info-names', [...bounds, ...bounds, size])
         return { found: await infos(tx, names), rows: names.length, last: names.at(-1)?.name }
       })
       for (const info of found) {
