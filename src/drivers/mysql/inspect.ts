@@ -1,7 +1,6 @@
 import type { ListPage, LockInfo, LockKind } from '../../core/driver.js'
-import { limitOf } from '../../core/list.js'
 import { weightField } from '../../core/compat.js'
-import { described, likePattern, LIST_PAGE } from '../sql-common/info.js'
+import { described, likePattern, pagesOf } from '../sql-common/info.js'
 import { entryOf, holdOf, summary, type HoldRecord, type LineRecord } from './name-state.js'
 import type { Transactions, Tx } from './tx.js'
 
@@ -26,23 +25,11 @@ export class Inspector {
    */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const pattern = Buffer.from(likePattern(prefix))
-    let after: Buffer = Buffer.from(page?.after ?? '')
-    let left = limitOf(page)
-    while (left > 0) {
-      const size = Math.min(LIST_PAGE, left)
-      const bounds = [pattern, after, size]
-      const { found, rows, last } = await this.transactions.snapshot(async (tx) => {
-        const names = await tx.read<InfoName>('info-names', [...bounds, ...bounds, size])
-        return { found: await infos(tx, names), rows: names.length, last: names.at(-1)?.name }
-      })
-      for (const info of found) {
-        if (left <= 0) return
-        left--
-        yield info
-      }
-      if (rows < size || !last) return
-      after = last
-    }
+    yield* pagesOf(page, (after, size) => this.transactions.snapshot(async (tx) => {
+      const bounds = [pattern, Buffer.from(after), size]
+      const names = await tx.read<InfoName>('info-names', [...bounds, ...bounds, size])
+      return { infos: await infos(tx, names), read: names.length, last: names.at(-1)?.name.toString('utf8') }
+    }))
   }
 }
 
