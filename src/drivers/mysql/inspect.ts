@@ -38,14 +38,14 @@ async function infos(tx: Tx, names: InfoName[]): Promise<LockInfo[]> {
   if (names.length === 0) return []
   const list = names.map((n) => n.name)
   const [holdRows, lineRows] = await tx.readMany([['info-holds', [list]], ['info-line', [list]]])
-  const holds = holdRows as (HoldRecord & { name: Buffer })[]
-  const line = lineRows as (LineRecord & { name: Buffer })[]
+  const holds = byName(holdRows as (HoldRecord & { name: Buffer })[])
+  const line = byName(lineRows as (LineRecord & { name: Buffer })[])
   const found: LockInfo[] = []
   for (const row of names) {
     const now = Number(row.now_us)
     const name = row.name.toString('utf8')
-    const mine = holds.filter((h) => h.name.equals(row.name)).map(holdOf)
-    const waiting = line.filter((l) => l.name.equals(row.name)).map(entryOf).filter((w) => w.staleAt > now)
+    const mine = (holds.get(row.name.toString('latin1')) ?? []).map(holdOf)
+    const waiting = (line.get(row.name.toString('latin1')) ?? []).map(entryOf).filter((w) => w.staleAt > now)
     if (!mine.some((h) => h.blockedUntil > now) && waiting.length === 0) continue
     found.push({
       name, kind: row.kind, fair: Boolean(row.fair), permits: row.permits,
@@ -55,4 +55,16 @@ async function infos(tx: Tx, names: InfoName[]): Promise<LockInfo[]> {
     })
   }
   return found
+}
+
+/** Rows grouped by their name's bytes (latin1 keeps every byte), in the order read: a page's 500 names are not each matched against every row. */
+function byName<R extends { name: Buffer }>(rows: R[]): Map<string, R[]> {
+  const groups = new Map<string, R[]>()
+  for (const row of rows) {
+    const key = row.name.toString('latin1')
+    const group = groups.get(key)
+    if (group) group.push(row)
+    else groups.set(key, [row])
+  }
+  return groups
 }
