@@ -6,6 +6,7 @@
  */
 import { Etcd3 } from 'etcd3'
 import zookeeper, { type Client } from 'node-zookeeper-client'
+import mysql from 'mysql2/promise'
 import pg from 'pg'
 import { closeRedis, openRedis } from '../peers/redis-client.js'
 import type { BenchContext } from '../types.js'
@@ -26,7 +27,7 @@ export interface ListingStore {
   close(): Promise<void>
 }
 
-export type ListingStoreId = 'redis' | 'postgres' | 'etcd' | 'etcd-compacted' | 'zookeeper'
+export type ListingStoreId = 'redis' | 'postgres' | 'mysql' | 'etcd' | 'etcd-compacted' | 'zookeeper'
 
 export const IDLE_PREFIX = 'done/'
 
@@ -81,6 +82,38 @@ async function postgresStore(ctx: BenchContext, tag: string): Promise<ListingSto
     },
     async close() {
       await admin.query(`DROP SCHEMA IF EXISTS "${tag}" CASCADE`)
+      await admin.end()
+    },
+  }
+}
+
+/**
+ * A row of baton_names (kind, counter, touched now) with no hold and no line
+ * entry, as a release leaves it; one INSERT … SELECT per 50,000 (a recursive
+ * count, allowed that deep for this session). The bench's MariaDB is its own
+ * and baton's tables have no prefix: the idle rows are deleted on close.
+ */
+async function mysqlStore(ctx: BenchContext): Promise<ListingStore> {
+  const url = await ctx.mysqlUrl()
+  const admin = await mysql.createConnection({ uri: url.replace(/^mariadb:/, 'mysql:') })
+  await admin.query('SET SESSION max_recursive_iterations = 50000')
+  let seeded = 0
+  return {
+    label: 'MySQL (MariaDB)',
+    url,
+    idleCounts: ctx.pick([250_000, 1_000_000], [20_000]),
+    idleNote: 'a row of baton_names (the fencing counter) kept for fenceTtl',
+    async seedIdle(total) {
+      await inChunks(seeded, total, 50_000, (at, end) => admin.query(
+        `INSERT INTO baton_names (name, kind, fair, permits, last_token, touched_at)
+         WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+         SELECT CONCAT('${IDLE_PREFIX}', i), 'mutex', false, 1, 1700000000000000 + i, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) FROM n`,
+        [at, end - 1]))
+      seeded = Math.max(seeded, total)
+      await admin.query('ANALYZE TABLE baton_names')
+    },
+    async close() {
+      await admin.query(`DELETE FROM baton_names WHERE name LIKE '${IDLE_PREFIX}%'`)
       await admin.end()
     },
   }
@@ -163,5 +196,5 @@ async function zookeeperStore(ctx: BenchContext, tag: string): Promise<ListingSt
 }
 
 export const LISTING_STORES: Record<ListingStoreId, (ctx: BenchContext, tag: string) => Promise<ListingStore>> = {
-  redis: redisStore, postgres: postgresStore, etcd: etcdStore, 'etcd-compacted': (ctx, tag) => etcdStore(ctx, `${tag}c`, true), zookeeper: zookeeperStore,
+  redis: redisStore, postgres: postgresStore, mysql: (ctx) => mysqlStore(ctx), etcd: etcdStore, 'etcd-compacted': (ctx, tag) => etcdStore(ctx, `${tag}c`, true), zookeeper: zookeeperStore,
 }

@@ -4,7 +4,7 @@
  * (names released long ago keep their fencing counter for `fenceTtl`: a
  * busy deployment with one name per job has many). The same figure for
  * every store: each plugs in through a `ListingStore` (listing-stores.ts).
- * BENCH_LISTING=redis,postgres,etcd,zookeeper picks stores (default all).
+ * BENCH_LISTING=redis,postgres,mysql,etcd,zookeeper picks stores (default all).
  */
 import { connect, type Baton, type Lease } from '../../src/index.js'
 import { startBatonServer } from '../../test/harness/baton-server.js'

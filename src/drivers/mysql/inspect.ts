@@ -1,7 +1,6 @@
 import type { ListPage, LockInfo, LockKind } from '../../core/driver.js'
-import { limitOf } from '../../core/list.js'
 import { weightField } from '../../core/compat.js'
-import { described, likePattern, LIST_PAGE } from '../sql-common/info.js'
+import { described, likePattern, pagesOf } from '../sql-common/info.js'
 import { entryOf, holdOf, summary, type HoldRecord, type LineRecord } from './name-state.js'
 import type { Transactions, Tx } from './tx.js'
 
@@ -19,25 +18,18 @@ export class Inspector {
     return info ?? null
   }
 
-  /** The table's own order (name is VARBINARY: byte order), from the cursor, LIMIT the page. */
+  /**
+   * The tables' own order (names are VARBINARY: byte order), from the
+   * cursor, LIMIT the page; names are taken from the holds and the line
+   * (sql/info-names.sql), so idle names cost nothing.
+   */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const pattern = Buffer.from(likePattern(prefix))
-    let after: Buffer = Buffer.from(page?.after ?? '')
-    let left = limitOf(page)
-    while (left > 0) {
-      const size = Math.min(LIST_PAGE, left)
-      const { found, rows, last } = await this.transactions.snapshot(async (tx) => {
-        const names = await tx.read<InfoName>('info-names', [pattern, after, size])
-        return { found: await infos(tx, names), rows: names.length, last: names.at(-1)?.name }
-      })
-      for (const info of found) {
-        if (left <= 0) return
-        left--
-        yield info
-      }
-      if (rows < size || !last) return
-      after = last
-    }
+    yield* pagesOf(page, (after, size) => this.transactions.snapshot(async (tx) => {
+      const bounds = [pattern, Buffer.from(after), size]
+      const names = await tx.read<InfoName>('info-names', [...bounds, ...bounds, size])
+      return { infos: await infos(tx, names), read: names.length, last: names.at(-1)?.name.toString('utf8') }
+    }))
   }
 }
 
@@ -46,14 +38,14 @@ async function infos(tx: Tx, names: InfoName[]): Promise<LockInfo[]> {
   if (names.length === 0) return []
   const list = names.map((n) => n.name)
   const [holdRows, lineRows] = await tx.readMany([['info-holds', [list]], ['info-line', [list]]])
-  const holds = holdRows as (HoldRecord & { name: Buffer })[]
-  const line = lineRows as (LineRecord & { name: Buffer })[]
+  const holds = byName(holdRows as (HoldRecord & { name: Buffer })[])
+  const line = byName(lineRows as (LineRecord & { name: Buffer })[])
   const found: LockInfo[] = []
   for (const row of names) {
     const now = Number(row.now_us)
     const name = row.name.toString('utf8')
-    const mine = holds.filter((h) => h.name.equals(row.name)).map(holdOf)
-    const waiting = line.filter((l) => l.name.equals(row.name)).map(entryOf).filter((w) => w.staleAt > now)
+    const mine = (holds.get(row.name.toString('latin1')) ?? []).map(holdOf)
+    const waiting = (line.get(row.name.toString('latin1')) ?? []).map(entryOf).filter((w) => w.staleAt > now)
     if (!mine.some((h) => h.blockedUntil > now) && waiting.length === 0) continue
     found.push({
       name, kind: row.kind, fair: Boolean(row.fair), permits: row.permits,
@@ -63,4 +55,16 @@ async function infos(tx: Tx, names: InfoName[]): Promise<LockInfo[]> {
     })
   }
   return found
+}
+
+/** Rows grouped by their name's bytes (latin1 keeps every byte), in the order read: a page's 500 names are not each matched against every row. */
+function byName<R extends { name: Buffer }>(rows: R[]): Map<string, R[]> {
+  const groups = new Map<string, R[]>()
+  for (const row of rows) {
+    const key = row.name.toString('latin1')
+    const group = groups.get(key)
+    if (group) group.push(row)
+    else groups.set(key, [row])
+  }
+  return groups
 }

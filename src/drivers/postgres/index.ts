@@ -4,7 +4,6 @@ import type {
   AcquireRequest, AcquireResult, Capabilities, Driver, DriverFactory, DriverOptions, ExtendResult,
   HoldMode, HoldRef, HolderSummary, ListPage, LockInfo, LockKind, LockSpec, Wake,
 } from '../../core/driver.js'
-import { limitOf } from '../../core/list.js'
 import { describeConflict, weightField, weightOf } from '../../core/compat.js'
 import type { StoreUrl } from '../../core/url.js'
 import { WakeRoutes } from '../../core/wake-routes.js'
@@ -12,7 +11,7 @@ import { Observers } from '../../core/observers.js'
 import { postgresTarget, storeError, type PostgresTarget } from './connection.js'
 import { WakeListener } from './listener.js'
 import { Sweeper } from '../sql-common/sweeper.js'
-import { described, likePattern, LIST_PAGE } from '../sql-common/info.js'
+import { described, likePattern, pagesOf } from '../sql-common/info.js'
 import { ensureSchema } from './schema.js'
 import { sqlFor, type Operation, type SqlSet } from './sql.js'
 
@@ -180,18 +179,12 @@ export class PostgresDriver implements Driver {
    */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const pattern = likePattern(prefix)
-    let after = page?.after ?? ''
-    let left = limitOf(page)
-    while (left > 0) {
-      const size = Math.min(LIST_PAGE, left)
+    yield* pagesOf(page, async (after, size) => {
       const rows = await this.run<ListRow>('list', [pattern, after, size])
       // A name whose last hold ended after the page was picked has no info: left out, the page goes on.
       const infos = rows.filter((row): row is ListRow & InfoRow => row.kind !== null).map(infoOf)
-      for (const info of infos) yield info
-      if (rows.length < size) return
-      left -= infos.length
-      after = rows.at(-1)!.page_name
-    }
+      return { infos, read: rows.length, last: rows.at(-1)?.page_name }
+    })
   }
 
   async forceRelease(name: string): Promise<boolean> {
