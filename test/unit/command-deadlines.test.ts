@@ -70,8 +70,8 @@ describe('CommandDeadlines', () => {
       command.answer()
     }
     // Read through the queue's own fields: what it keeps alive is the point.
-    const kept = (deadlines as unknown as { commands: unknown[]; head: number })
-    assert.ok(kept.commands.length - kept.head <= 1, `${kept.commands.length - kept.head} commands kept behind a refused one`)
+    const kept = (deadlines as unknown as { queue: { items: unknown[]; head: number } }).queue
+    assert.ok(kept.items.length - kept.head <= 1, `${kept.items.length - kept.head} commands kept behind a refused one`)
     deadlines.close()
   })
 

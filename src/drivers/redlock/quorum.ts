@@ -3,6 +3,7 @@
  * node bounded by its own short timeout, resolved early as soon as the
  * outcome can no longer change (a majority reached, or out of reach).
  */
+import { DeadlineQueue } from '../../core/deadline-queue.js'
 
 /** What one node did with one request. */
 export type Answer<T> =
@@ -68,68 +69,39 @@ export function gather<T>(
 }
 
 export interface Deadline {
-  readonly at: number
   readonly expire: () => void
   done: boolean
 }
 
 /**
- * The vote timeouts of one Redlock client, on one timer: every gather waits
- * the same timeout, so their deadlines come in the order they were set, a
- * queue whose finished front is dropped, and the timer wakes only for the
- * oldest open one. A timer set and cleared per gather (two a pair) was
- * measurable in the client's CPU per pair. Unref'd: the nodes' connections
- * keep the process alive while a call is out (as CommandDeadlines).
+ * The vote timeouts of one Redlock client, on one timer (DeadlineQueue): a
+ * timer set and cleared per gather (two a pair) was measurable in the
+ * client's CPU per pair.
  */
 export class VoteDeadlines {
-  private queue: Deadline[] = []
-  private head = 0
-  private timer: NodeJS.Timeout | undefined
+  private readonly queue: DeadlineQueue<Deadline>
 
   /** `now`: the clock the deadlines are read on (a test passes its own, so it asserts no timing). */
-  constructor(readonly timeoutMs: number, private readonly now: () => number = () => performance.now()) {}
+  constructor(readonly timeoutMs: number, now?: () => number) {
+    this.queue = new DeadlineQueue<Deadline>(timeoutMs, (deadline) => deadline.done, (deadline) => {
+      deadline.done = true
+      // Answers that already arrived but wait behind this timer in the
+      // event loop (a stalled loop runs timers before I/O) are read first.
+      setImmediate(deadline.expire)
+    }, now)
+  }
 
   add(expire: () => void): Deadline {
-    while (this.head < this.queue.length && this.queue[this.head]!.done) this.head++
-    if (this.head === this.queue.length) {
-      this.queue = []
-      this.head = 0
-    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head)
-      this.head = 0
-    }
-    const deadline: Deadline = { at: this.now() + this.timeoutMs, expire, done: false }
-    this.queue.push(deadline)
-    if (!this.timer) this.arm(this.timeoutMs)
+    const deadline: Deadline = { expire, done: false }
+    this.queue.add(deadline)
     return deadline
   }
 
-  private arm(ms: number): void {
-    this.timer = setTimeout(this.sweep, Math.max(1, Math.ceil(ms)))
-    this.timer.unref()
-  }
-
-  /** Expires what is past its deadline and re-arms for the next one (the timer calls it). */
-  readonly sweep = (): void => {
-    clearTimeout(this.timer)
-    this.timer = undefined
-    const now = this.now()
-    while (this.head < this.queue.length) {
-      const deadline = this.queue[this.head]!
-      if (!deadline.done) {
-        if (deadline.at > now) return this.arm(deadline.at - now)
-        deadline.done = true
-        // Answers that already arrived but wait behind this timer in the
-        // event loop (a stalled loop runs timers before I/O) are read first.
-        setImmediate(deadline.expire)
-      }
-      this.head++
-    }
-  }
+  /** Expires what is past its deadline (the timer calls it). */
+  readonly sweep = (): void => this.queue.sweep()
 
   close(): void {
-    clearTimeout(this.timer)
-    this.timer = undefined
+    this.queue.close()
   }
 }
 
