@@ -4,7 +4,9 @@
  * loss being seen, or the last deadline the client knew of. A forced
  * release ends every hold it may have dropped when it was invoked: the
  * store lets the next one in without waiting for the holder's signal, by
- * design (fencing protects that window).
+ * design (fencing protects that window). That includes a hold whose
+ * acquire was out while the forced release ran: the store may have granted
+ * it first and dropped it then, though its holder hears of the grant after.
  */
 import type { Grant, HistoryEvent, HoldMode, Primitive } from './history.js'
 
@@ -19,6 +21,8 @@ export interface Interval {
   readonly weight: number
   readonly permits: number
   readonly start: number
+  /** When the call that got this hold was invoked (the grant may have reached the store any time after). */
+  readonly askedAt: number
   end: number
   /** What ended it: 'release', 'loss', 'deadline', 'forced', 'downgrade' … */
   endedBy: string
@@ -29,12 +33,16 @@ export function intervalsOf(events: readonly HistoryEvent[]): Interval[] {
   const deadline = new Map<string, number>()
   const ends = new Map<string, { at: number; by: string }>()
   const downgrades = new Map<string, number>()
+  const invokedAt = new Map<string, number>()
   const endAt = (lease: string, at: number, by: string) => {
     const known = ends.get(lease)
     if (!known || at < known.at) ends.set(lease, { at, by })
   }
   for (const e of events) {
     switch (e.type) {
+      case 'invoke':
+        invokedAt.set(e.op, e.at)
+        break
       case 'grant':
         grants.set(e.lease, [...(grants.get(e.lease) ?? []), e])
         deadline.set(e.lease, Math.max(deadline.get(e.lease) ?? 0, e.deadline))
@@ -58,7 +66,7 @@ export function intervalsOf(events: readonly HistoryEvent[]): Interval[] {
     for (const g of parts) {
       const base = {
         lease, process: g.process, client: g.client, primitive: g.primitive, name: g.name,
-        token: g.token, weight: g.weight, permits: g.permits, start: g.at,
+        token: g.token, weight: g.weight, permits: g.permits, start: g.at, askedAt: invokedAt.get(g.op) ?? g.at,
       }
       const downgradedAt = downgrades.get(lease)
       if (g.mode === 'write' && downgradedAt !== undefined && downgradedAt < at) {
@@ -81,7 +89,8 @@ function cutAtForcedReleases(intervals: Interval[], events: readonly HistoryEven
     const force = invoked.get(e.op)!
     // A forced release that failed may still have reached the store: cut as if it had.
     for (const i of intervals) {
-      if (i.name !== force.name || i.start >= e.at || i.end <= force.at) continue
+      // Asked for after the forced release was answered: it can not have dropped this hold.
+      if (i.name !== force.name || i.askedAt >= e.at || i.end <= force.at) continue
       i.end = Math.max(i.start, force.at)
       i.endedBy = 'forced'
     }

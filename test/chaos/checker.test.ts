@@ -26,6 +26,19 @@ test('handed over in order: nothing to report', () => {
   assert.equal(v.holdsChecked, 2)
 })
 
+test('a forced release racing an acquire ends the hold it may have dropped, though its holder heard of the grant after', () => {
+  const force = (at: number, done: number): HistoryEvent[] => [
+    { type: 'invoke', ...actor(9), op: 'force', kind: 'forceRelease', primitive: 'mutex', names: ['a'], at },
+    { type: 'complete', ...actor(9), op: 'force', at: done, outcome: 'ok', answer: true } as HistoryEvent,
+  ]
+  // l1 asked at 99, the forced release ran 100-200, l1 heard of its grant at 210; l2 granted at 250.
+  const racing = [...hold('l1', 'a', 1, 210, 2000).map((e) => (e.type === 'invoke' ? { ...e, at: 99 } : e)), ...force(100, 200), ...hold('l2', 'a', 2, 250, 2000)]
+  assert.deepEqual(check(history(racing)).violations, [])
+  // Asked for after the forced release was answered: it could not have dropped it.
+  const after = [...force(100, 200), ...hold('l1', 'a', 1, 210, 2000), ...hold('l2', 'a', 2, 250, 2000)]
+  assert.deepEqual(check(history(after)).violations.map((f) => f.property), ['two-holders'])
+})
+
 test('two holders: each offending hold once, even when many overlap one', () => {
   const events = hold('l1', 'a', 1, 10, 5000)
   for (let i = 2; i < 50; i++) events.push(...hold(`l${i}`, 'a', i, 10 + i * 20, 10 + i * 20 + 5, 10 + i * 20 + 5))
