@@ -1,6 +1,6 @@
 /**
- * `baton verify` through the shipped bin: it passes on every store of the
- * suite with pauses and kills injected, and it catches a real violation —
+ * `baton verify` through the shipped bin (its runs on every store are in
+ * verify-stores.test.ts): it catches a real violation —
  * a Redis whose data is wiped while workers hold the lock (what an
  * asynchronous failover does) — reporting the two holders and their tokens,
  * with the stale holder's writes refused by the fenced counter.
@@ -12,15 +12,10 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { ms, TIMING_SCALE } from '../harness/timing.js'
+import { ms } from '../harness/timing.js'
 import { startBaton } from './baton-cli.js'
+import { seconds, verify } from './verify-run.js'
 import { startRedis, redisCommand, stopAll } from '../harness/servers.js'
-import { startRedlock } from '../harness/redlock.js'
-import { startMariadb } from '../harness/mariadb.js'
-import { startPostgres } from '../harness/postgres.js'
-import { startEtcd } from '../harness/etcd.js'
-import { startZookeeper } from '../harness/zookeeper.js'
-import { startBatonServer } from '../harness/baton-server.js'
 import { effectOf, outagesOf, stallsOf, unavailableCalls, type Unavailable } from '../../src/cli/verify/history.js'
 import { historyNow } from '../../src/cli/verify/clock.js'
 import { exitStatusOf, type VerifyReport } from '../../src/cli/verify/report.js'
@@ -30,50 +25,7 @@ import { FencedCounter } from '../../src/chaos/resource.js'
 
 after(() => stopAll())
 
-/** A run's length, scaled: what must happen within it (start-up, a hand-over after an outage) takes longer on a busy machine. */
-const seconds = (n: number): string => String(Math.ceil(n * TIMING_SCALE))
-
-const FAULTY = ['--workers', '3', '--seconds', seconds(10), '--ttl', '1s', '--hold', '100ms', '--pause', '2500ms', '--kill', '3500ms', '--json']
-
-async function verify(url: string, args: string[] = FAULTY, env: Record<string, string | undefined> = {}): Promise<{ code: number | null; report: VerifyReport; stderr: string }> {
-  const { code, stdout, stderr } = await startBaton(['verify', '--store', url, ...args], env).finished
-  let report: VerifyReport
-  try {
-    report = JSON.parse(stdout) as VerifyReport
-  } catch {
-    throw new Error(`verify printed no JSON report (exit ${code}): ${stdout}\n${stderr}`)
-  }
-  return { code, report, stderr }
-}
-
-
-/** Safety held. A stall after a fault (liveness, which load causes as readily as a store) may turn exit 0 into 69, never into 1. */
-function assertPassed(code: number | null, report: VerifyReport): void {
-  assert.deepEqual(report.violations, [], `no violation (faults: ${JSON.stringify(report.faults)})`)
-  if (code === 69) assert.ok(report.stalls.length + report.unavailable.length > 0, `exit 69 says why: ${JSON.stringify(report)}`)
-  else assert.equal(code, 0, `worker failures: ${JSON.stringify(report.workerFailures)}`)
-  assert.equal(report.passed, true)
-  assert.ok(report.holds >= 3 && report.writesAccepted > 0, `work was done: ${report.holds} holds`)
-  assert.ok(report.faults.some((f) => f.kind === 'pause') && report.faults.some((f) => f.kind === 'kill'), 'faults were injected')
-}
-
 describe('baton verify', () => {
-  const stores: Array<[string, () => Promise<string>]> = [
-    ['redis://', async () => (await startRedis()).url],
-    ['redlock:// (3 nodes)', async () => (await startRedlock(3)).url],
-    ['postgres://', async () => { const pg = await startPostgres(); after(() => pg.stop()); return pg.url }],
-    ['mysql:// (MariaDB)', async () => { const db = await startMariadb(); after(() => db.stop()); return db.url }],
-    ['etcd://', async () => { const etcd = await startEtcd(); after(() => etcd.stop()); return etcd.url }],
-    ['zk://', async () => { const zk = await startZookeeper(); after(() => zk.stop()); return `zk://${zk.hosts}/verify` }],
-    ['http:// (server on memory)', async () => (await startBatonServer()).base],
-  ]
-  for (const [label, start] of stores) {
-    it(`passes on ${label} with holders paused past their ttl and killed`, async () => {
-      const { code, report } = await verify(await start())
-      assertPassed(code, report)
-    })
-  }
-
   it('runs every workload on Redis: the chaos plans through the chaos client, judged by the chaos checker', async () => {
     const redis = await startRedis()
     for (const workload of ['mutex', 'fair', 'rwlock', 'semaphore', 'election', 'multi', 'mixed']) {

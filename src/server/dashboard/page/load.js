@@ -6,12 +6,42 @@ import { setLock } from './lock-index.js'
 import { schedule } from './schedule.js'
 import { LIST_LIMIT, PAGE_SIZE, RESYNC_MS, state } from './state.js'
 
+let loading = null
+let reloadAfter = null
+let queuedFirst = false
+
 /**
- * Loads every lock. `progressive`: into the live map, drawing as pages come
- * in (the first load); otherwise into a new map swapped in at the end, with
- * the events that arrived meanwhile applied again.
+ * Loads every lock, one load at a time: a reload asked for while one runs
+ * (the stream reconnected during the first load or a resync) runs after it.
+ * Two at once shared the replay of events that arrived meanwhile, and the
+ * first to finish ended it for both, so the other swapped in a map without
+ * those events: a lock granted then stayed off the page until the next
+ * resync, minutes later on a large store.
  */
-export async function sync(progressive) {
+export function sync(progressive) {
+  if (!loading) {
+    loading = load(progressive).finally(() => {
+      loading = null
+    })
+    return loading
+  }
+  // A first load asked for meanwhile (a new token) stays a first load.
+  queuedFirst ||= progressive
+  reloadAfter ??= loading.catch(() => undefined).then(() => {
+    const first = queuedFirst
+    reloadAfter = null
+    queuedFirst = false
+    return sync(first)
+  })
+  return reloadAfter
+}
+
+/**
+ * `progressive`: into the live map, drawing as pages come in (the first
+ * load); otherwise into a new map swapped in at the end, with the events
+ * that arrived meanwhile applied again.
+ */
+async function load(progressive) {
   const map = progressive ? state.locks : new Map()
   const names = progressive ? state.names : []
   if (!progressive) state.replay = []
