@@ -254,32 +254,50 @@ describe('fencing tokens and their guards', () => {
         return `ok ${token}`
       }
       const tokenOf = (req: { headers: Record<string, string | string[] | undefined> }) => String(req.headers['baton-fencing-token'])
+      // What each server saw of each token's request: that it arrived, and that its connection closed.
+      const seen = new Map<string, { closed: boolean }>()
+      const watched = (server: Server): Server => server.on('request', (req, res) => {
+        const request = { closed: false }
+        seen.set(tokenOf(req), request)
+        res.once('close', () => { request.closed = true })
+      })
       const plain = new HttpFence()
-      const plainUrl = await listen(createServer(plain.handler((req, res) => { void handle(tokenOf(req)).then((text) => res.end(text)) })))
+      const plainServer = watched(createServer(plain.handler((req, res) => { void handle(tokenOf(req)).then((text) => res.end(text)) })))
+      const plainUrl = await listen(plainServer)
       const ex = new HttpFence()
       const app = express()
       app.put('/', ex.express(), async (req, res) => { res.send(await handle(tokenOf(req))) })
-      const exUrl = await listen(createServer(app))
+      const exUrl = await listen(watched(createServer(app)))
       const fa = new HttpFence()
       const fastify = Fastify()
       fastify.put('/', { preHandler: fa.fastify() }, async (request) => handle(tokenOf(request)))
+      watched(fastify.server)
       await fastify.listen({ port: 0, host: '127.0.0.1' })
       servers.push(fastify.server)
       const faUrl = `http://127.0.0.1:${(fastify.server.address() as AddressInfo).port}/`
       const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+      // Waits on what the servers saw, never on a duration: on a busy machine a
+      // server may learn of a request, or of its client leaving, late.
+      const until = async (what: string, done: () => boolean) => {
+        for (const giveUp = Date.now() + ms(30_000); !done();) {
+          if (Date.now() > giveUp) assert.fail(`never happened: ${what}`)
+          await pause(5)
+        }
+      }
       for (const [adapter, url] of [['node:http', plainUrl], ['express', exUrl], ['fastify', faUrl]] as const) {
         ran.length = 0
+        seen.clear()
         gate = new Promise<void>((resolve) => { open = resolve })
         const put = (token: string, signal?: AbortSignal) =>
           fetch(url, { method: 'PUT', headers: { 'Baton-Lock': 'r', 'Baton-Fencing-Token': token }, ...(signal ? { signal } : {}) })
         const first = put('1')
-        while (!ran.includes('1')) await pause(5)
+        await until(`${adapter}: token 1's handler runs`, () => ran.includes('1'))
         const leaving = new AbortController()
         const second = put('2', leaving.signal).catch(() => 'aborted')
-        await pause(100) // let the request reach the guard and queue
+        await until(`${adapter}: token 2 reaches the server`, () => seen.has('2'))
         leaving.abort()
         assert.equal(await second, 'aborted')
-        await pause(100) // let the server see the client go
+        await until(`${adapter}: the server sees token 2's client leave`, () => seen.get('2')!.closed)
         open()
         assert.equal(await (await first).text(), 'ok 1', adapter)
         // Without the fix token 3 waits for ever: give up after a generous bound (a hang, not a duration).
