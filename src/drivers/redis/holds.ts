@@ -1,6 +1,6 @@
 import type { AcquireRequest, AcquireResult, ExtendResult, HoldRef, LockSpec } from '../../core/driver.js'
 import { isBatonError } from '../../core/errors.js'
-import { baseKey } from './keys.js'
+import { baseKey, listedKey } from './keys.js'
 import { memberOf, noteOf, parseHolder, specOf } from './members.js'
 import type { NameScripts } from './name-scripts.js'
 import type { WakeChannels } from './wake-channels.js'
@@ -96,6 +96,7 @@ export class Holds {
     return [
       baseKey(this.keyPrefix, request.name), `${request.owner}|${specOf(request)}`,
       `${request.lockDelayMs}|-|${Date.now()}|${request.description ?? ''}`, request.ttlMs + request.lockDelayMs,
+      listedKey(this.keyPrefix), request.name,
     ]
   }
 
@@ -179,7 +180,7 @@ export class Holds {
   unvoteArgv(hold: HoldRef | (LockSpec & { owner: string })): (string | number)[] | undefined {
     if (!('token' in hold) || hold.lockDelayMs !== 0 || (hold.mode !== 'exclusive' && hold.mode !== 'write')) return undefined
     if (!hold.owner.startsWith(`${this.clientId}.`)) return undefined
-    return [baseKey(this.keyPrefix, hold.name), memberOf(hold), `${hold.token}|-`, this.fenceTtlMs]
+    return [baseKey(this.keyPrefix, hold.name), memberOf(hold), `${hold.token}|-`, this.fenceTtlMs, listedKey(this.keyPrefix), hold.name]
   }
 
   /**

@@ -211,7 +211,7 @@ export class RedisDriver implements Driver {
     return this.inspector.list(prefix, page)
   }
 
-  /** Names with keys under `prefix` (in use or not), unordered, by SCAN on every master. */
+  /** Names in use under `prefix` (a superset: some may be idle by now), unordered, from the index of names in use. */
   names(prefix: string): Promise<Set<string>> {
     return this.inspector.names(prefix)
   }

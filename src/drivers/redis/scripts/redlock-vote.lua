@@ -9,7 +9,7 @@
   same hold key value), so every other script reads what this one wrote.
 
   What it leaves out of acquire.lua's exclusive fast path, all for Redlock:
-  the names index (a Redlock client lists by SCAN), an election's notice
+  an election's notice
   (Redlock refuses elections), the slow path's arguments, the store clock
   while a counter is kept (the hold's "since", for inspect only, is the
   client's clock, sent in the value's tail), and with it the clock floor:
@@ -27,6 +27,8 @@
   ARGV[1] "<owner>|<spec>" (spec: x, xf, w or wf)
   ARGV[2] the value's tail "<lock delay ms>|-|<since: client ms>|<description>"
   ARGV[3] the hold key's expiry: ttl + lock delay, ms
+  ARGV[4] the index of names in use (keys.lua LISTED), which list reads
+  ARGV[5] the name, as the index keeps it
 
   Returns the token (digits), granted for the ttl; false: not decided here.
 ]]
@@ -47,4 +49,5 @@ else
   return false
 end
 redis.call('SET', X, ARGV[1] .. '|' .. token .. '|' .. ARGV[2], 'PX', ARGV[3])
+redis.call('ZADD', ARGV[4], 0, ARGV[5])
 return token
