@@ -132,7 +132,7 @@ export class Holds {
   private vote(request: AcquireRequest, argv: readonly (string | number)[], vote: readonly (string | number)[]): Promise<AcquireResult> {
     const key = `${request.owner}\0${request.name}`
     const sent = this.scripts.runArgv('redlockVote', request.name, vote).then((answer) =>
-      answer === null ? this.attempt(request, argv) : { status: 'granted' as const, token: BigInt(answer as string), ttlMs: request.ttlMs })
+      answer === null ? this.attempt(request, argv) : acquireResult(answer, request.ttlMs))
     this.voting.set(key, sent)
     const settle = (): void => {
       if (this.voting.get(key) === sent) this.voting.delete(key)

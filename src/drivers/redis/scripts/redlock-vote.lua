@@ -4,8 +4,9 @@
   else around it: the hold key says "<counter>|-" (basics.lua: flag "-"
   promises no shared holds, no line, no counter floor), or it is missing and
   so are the name's other keys. Anything else answers false, and the client
-  sends acquire.lua, which decides every other case (a holder, the owner's
-  own hold, a conflict of kinds, a line). The layout is acquire.lua's (the
+  sends acquire.lua, which decides every other case (the owner's own hold,
+  a conflict of kinds, a line), except a holder of the same kind with
+  nothing else around: busy, answered here as acquire.lua would. The layout is acquire.lua's (the
   same hold key value), so every other script reads what this one wrote.
 
   What it leaves out of acquire.lua's exclusive fast path, all for Redlock:
@@ -30,7 +31,8 @@
   ARGV[4] the index of names in use (keys.lua LISTED), which list reads
   ARGV[5] the name, as the index keeps it
 
-  Returns the token (digits), granted for the ttl; false: not decided here.
+  Returns the token (digits), granted for the ttl; {0, retryAfterMs,
+  holderMember, holderEnd} busy (as acquire.lua); false: not decided here.
 ]]
 local base = KEYS[1]
 local X = base .. 'x'
@@ -38,7 +40,17 @@ local seen = redis.call('GET', X)
 local token
 if seen then
   local counter = string.match(seen, '^(%d+)|%-$')
-  if not counter then return false end
+  if not counter then
+    -- Held by another owner of the same kind, nothing else here: busy, as
+    -- acquire.lua answers it (one round trip, not two, under contention).
+    local member, owner, letter, delay = string.match(seen, '^(([^|]*)|(%a)[^|]*|%d+|(%d+))|%-|')
+    local mine, myLetter = string.match(ARGV[1], '^([^|]*)|(%a)')
+    if not member or owner == mine or letter ~= myLetter then return false end
+    local left = redis.call('PTTL', X)
+    local t = redis.call('TIME')
+    local now = t[1] * 1000 + math.floor(t[2] / 1000)
+    return {0, math.max(1, left), member, now + left - tonumber(delay)}
+  end
   token = string.format('%d', tonumber(counter) + 1)
 elseif redis.call('EXISTS', base .. 'h', base .. 'q', base .. 't', base .. 'o') == 0 then
   -- A name new here, idle past fenceTtl, or its hold expired, and nothing
