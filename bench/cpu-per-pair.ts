@@ -10,6 +10,7 @@
  *   node dist/bench/cpu-per-pair.js [pairs=20000] [rounds=5] [peer,peer,...] [nodes=1]
  *   node dist/bench/cpu-per-pair.js 5000 3 baton,redlock 3      # Redlock over 3 nodes
  *   node --cpu-prof dist/bench/cpu-per-pair.js 50000 1 baton    # profile one
+ *   BENCH_COMMANDS=1 node dist/bench/cpu-per-pair.js ...          # and each Redis command's share
  */
 import { Redis } from 'ioredis'
 import { startRedlock } from '../test/harness/redlock.js'
@@ -27,19 +28,38 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!
 }
 
-/** Σ over the nodes of usec and calls, from INFO commandstats (the INFO calls themselves left out). */
-async function redisSide(clients: Redis[]): Promise<{ usec: number; calls: number }> {
+type CommandStats = Map<string, { calls: number; usec: number }>
+
+/**
+ * Σ over the nodes of usec and calls, from INFO commandstats (the INFO calls
+ * themselves left out), and each command's own figures. Commands a script
+ * calls are counted both by themselves and inside the script's usec, so the
+ * totals count them twice, as every earlier figure did.
+ */
+async function redisSide(clients: Redis[]): Promise<{ usec: number; calls: number; commands: CommandStats }> {
   let usec = 0
   let calls = 0
+  const commands: CommandStats = new Map()
   for (const client of clients) {
     const info = await client.info('commandstats')
-    for (const m of info.matchAll(/^cmdstat_(\w+):calls=(\d+),usec=(\d+)/gm)) {
+    for (const m of info.matchAll(/^cmdstat_([\w|]+):calls=(\d+),usec=(\d+)/gm)) {
       if (m[1] === 'info') continue
       calls += Number(m[2])
       usec += Number(m[3])
+      const seen = commands.get(m[1]!) ?? { calls: 0, usec: 0 }
+      commands.set(m[1]!, { calls: seen.calls + Number(m[2]), usec: seen.usec + Number(m[3]) })
     }
   }
-  return { usec, calls }
+  return { usec, calls, commands }
+}
+
+/** Per pair, the commands whose counts moved between two readings (BENCH_COMMANDS=1). */
+function commandShares(before: CommandStats, after: CommandStats, pairs: number): string {
+  return [...after].flatMap(([name, a]) => {
+    const b = before.get(name) ?? { calls: 0, usec: 0 }
+    const calls = (a.calls - b.calls) / pairs
+    return calls > 0 ? [`${name} ${calls.toFixed(2)}×/${((a.usec - b.usec) / pairs).toFixed(1)}µs`] : []
+  }).join(', ')
 }
 
 const redlock = nodes > 1 ? await startRedlock(nodes) : undefined
@@ -72,6 +92,7 @@ try {
       rate.get(id)!.push(pairs / (elapsed / 1000))
       server.get(id)!.push((after.usec - side.usec) / pairs)
       calls.get(id)!.push((after.calls - side.calls) / pairs)
+      if (process.env.BENCH_COMMANDS) console.log(`${id} round ${round}: ${commandShares(side.commands, after.commands, pairs)}`)
     }
   }
   const rawCpu = cpu.has('raw') ? median(cpu.get('raw')!) : NaN

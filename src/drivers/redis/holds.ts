@@ -1,6 +1,6 @@
 import type { AcquireRequest, AcquireResult, ExtendResult, HoldRef, LockSpec } from '../../core/driver.js'
 import { isBatonError } from '../../core/errors.js'
-import { baseKey } from './keys.js'
+import { baseKey, listedKey } from './keys.js'
 import { memberOf, noteOf, parseHolder, specOf } from './members.js'
 import type { NameScripts } from './name-scripts.js'
 import type { WakeChannels } from './wake-channels.js'
@@ -44,6 +44,9 @@ export class Holds {
    */
   private readonly giveBacks = new Map<string, LockSpec & { owner: string }>()
 
+  /** Short votes (redlock-vote.lua) not settled yet, by owner and name: see vote(). */
+  private readonly voting = new Map<string, Promise<unknown>>()
+
   private closed = false
 
   constructor(
@@ -83,22 +86,59 @@ export class Holds {
     return argv
   }
 
-  /** An attempt with its arguments made already (acquireArgv); never changes `argv`. */
-  acquireWith(request: AcquireRequest, argv: readonly (string | number)[]): Promise<AcquireResult> {
+  /**
+   * redlock-vote.lua's arguments for `request` (a Redlock node's short vote,
+   * acquire.lua deciding what it does not), or undefined where it never
+   * applies: shared holds, a leader's value.
+   */
+  voteArgv(request: AcquireRequest): (string | number)[] | undefined {
+    if ((request.mode !== 'exclusive' && request.mode !== 'write') || request.value !== undefined) return undefined
+    return [
+      baseKey(this.keyPrefix, request.name), `${request.owner}|${specOf(request)}`,
+      `${request.lockDelayMs}|-|${Date.now()}|${request.description ?? ''}`, request.ttlMs + request.lockDelayMs,
+      listedKey(this.keyPrefix), request.name,
+    ]
+  }
+
+  /**
+   * An attempt with its arguments made already (acquireArgv); never changes
+   * `argv`. With `vote` (voteArgv), the short vote goes first and acquire.lua
+   * only where it answers "not decided here".
+   */
+  acquireWith(request: AcquireRequest, argv: readonly (string | number)[], vote?: readonly (string | number)[]): Promise<AcquireResult> {
     if (this.giveBacks.size > 0) this.giveBacks.delete(`${request.owner}\0${request.name}`)
     const release = this.releasing.size > 0 ? this.releasing.get(`${request.owner}\0${request.name}`) : undefined
     const ready = this.channels.ready(request.name)
     // Nothing to wait for (the common case): sent now, without an async frame's promises.
-    if (!release && ready === true) return this.attempt(request, argv)
+    if (!release && ready === true) return vote ? this.vote(request, argv, vote) : this.attempt(request, argv)
     return (async () => {
       if (release) await release.catch(() => {})
       if (ready !== true) await ready
-      return this.attempt(request, argv)
+      return vote ? this.vote(request, argv, vote) : this.attempt(request, argv)
     })()
   }
 
   private attempt(request: AcquireRequest, argv: readonly (string | number)[]): Promise<AcquireResult> {
     return this.scripts.runArgv('acquire', request.name, argv, (answer) => acquireResult(answer, request.ttlMs))
+  }
+
+  /**
+   * The short vote, then acquire.lua where it did not decide. Until it is
+   * settled a release of the same owner and name waits for it (releaseWith):
+   * acquire.lua goes out only when the vote's answer comes, and a release
+   * sent meanwhile (a round decided without this node) must not run before
+   * a grant it would then miss.
+   */
+  private vote(request: AcquireRequest, argv: readonly (string | number)[], vote: readonly (string | number)[]): Promise<AcquireResult> {
+    const key = `${request.owner}\0${request.name}`
+    const sent = this.scripts.runArgv('redlockVote', request.name, vote).then((answer) =>
+      answer === null ? this.attempt(request, argv) : acquireResult(answer, request.ttlMs))
+    this.voting.set(key, sent)
+    const settle = (): void => {
+      if (this.voting.get(key) === sent) this.voting.delete(key)
+    }
+    sent.then(settle, settle)
+    return sent
   }
 
   async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
@@ -132,11 +172,31 @@ export class Holds {
     return argv
   }
 
-  /** A release with its arguments made already (releaseArgv); never changes `argv`. */
-  releaseWith(hold: HoldRef | (LockSpec & { owner: string }), argv: readonly (string | number)[]): Promise<boolean> {
+  /**
+   * redlock-unvote.lua's arguments for `hold` (a Redlock node's short
+   * release, release.lua deciding what it does not), or undefined where it
+   * never applies: as release.lua's fast path (ARGV[8]).
+   */
+  unvoteArgv(hold: HoldRef | (LockSpec & { owner: string })): (string | number)[] | undefined {
+    if (!('token' in hold) || hold.lockDelayMs !== 0 || (hold.mode !== 'exclusive' && hold.mode !== 'write')) return undefined
+    if (!hold.owner.startsWith(`${this.clientId}.`)) return undefined
+    return [baseKey(this.keyPrefix, hold.name), memberOf(hold), `${hold.token}|-`, this.fenceTtlMs, listedKey(this.keyPrefix), hold.name]
+  }
+
+  /**
+   * A release with its arguments made already (releaseArgv); never changes
+   * `argv`. With `unvote` (unvoteArgv), the short release goes first and
+   * release.lua only where it answers "not decided here".
+   */
+  releaseWith(hold: HoldRef | (LockSpec & { owner: string }), argv: readonly (string | number)[], unvote?: readonly (string | number)[]): Promise<boolean> {
     const key = `${hold.owner}\0${hold.name}`
     this.giveBacks.delete(key)
-    const sent = this.scripts.runArgv('release', hold.name, argv)
+    const send = (): Promise<unknown> => (unvote
+      ? this.scripts.runArgv('redlockUnvote', hold.name, unvote).then((answer) => answer ?? this.scripts.runArgv('release', hold.name, argv))
+      : this.scripts.runArgv('release', hold.name, argv))
+    // After a short vote of this owner that may still send acquire.lua (vote()).
+    const voting = this.voting.size > 0 ? this.voting.get(key) : undefined
+    const sent = voting ? voting.then(send, send) : send()
     this.releasing.set(key, sent)
     const settle = (): void => {
       if (this.releasing.get(key) === sent) this.releasing.delete(key)

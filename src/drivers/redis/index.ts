@@ -113,9 +113,14 @@ export class RedisDriver implements Driver {
     return this.holds.acquireArgv(request)
   }
 
-  /** acquire() with its arguments made already (acquireArgv). */
-  acquireWith(request: AcquireRequest, argv: readonly (string | number)[]): Promise<AcquireResult> {
-    return this.confirmed(request, this.holds.acquireWith(request, argv))
+  /** See Holds.voteArgv: the Redlock driver's short vote, where it applies. */
+  voteArgv(request: AcquireRequest): (string | number)[] | undefined {
+    return this.holds.voteArgv(request)
+  }
+
+  /** acquire() with its arguments made already (acquireArgv), and the short vote first where given (voteArgv). */
+  acquireWith(request: AcquireRequest, argv: readonly (string | number)[], vote?: readonly (string | number)[]): Promise<AcquireResult> {
+    return this.confirmed(request, this.holds.acquireWith(request, argv, vote))
   }
 
   private confirmed(request: AcquireRequest, sent: Promise<AcquireResult>): Promise<AcquireResult> {
@@ -161,8 +166,13 @@ export class RedisDriver implements Driver {
     return this.holds.releaseArgv(hold, guess)
   }
 
-  releaseWith(hold: HoldRef | (LockSpec & { owner: string }), argv: readonly (string | number)[]): Promise<boolean> {
-    return this.holds.releaseWith(hold, argv)
+  /** See Holds.unvoteArgv: the Redlock driver's short release, where it applies. */
+  unvoteArgv(hold: HoldRef | (LockSpec & { owner: string })): (string | number)[] | undefined {
+    return this.holds.unvoteArgv(hold)
+  }
+
+  releaseWith(hold: HoldRef | (LockSpec & { owner: string }), argv: readonly (string | number)[], unvote?: readonly (string | number)[]): Promise<boolean> {
+    return this.holds.releaseWith(hold, argv, unvote)
   }
 
   downgrade(hold: HoldRef): Promise<boolean> {
@@ -201,7 +211,7 @@ export class RedisDriver implements Driver {
     return this.inspector.list(prefix, page)
   }
 
-  /** Names with keys under `prefix` (in use or not), unordered, by SCAN on every master. */
+  /** Names in use under `prefix` (a superset: some may be idle by now), unordered, from the index of names in use. */
   names(prefix: string): Promise<Set<string>> {
     return this.inspector.names(prefix)
   }

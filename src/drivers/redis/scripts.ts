@@ -30,6 +30,8 @@ export const SCRIPTS = {
   // Used by the Redlock driver, which runs the scripts above on each of its nodes.
   redlockLine: { file: 'redlock-line', numberOfKeys: 1 },
   raiseToken: { file: 'raise-token', numberOfKeys: 1 },
+  redlockVote: { file: 'redlock-vote', numberOfKeys: 1 },
+  redlockUnvote: { file: 'redlock-unvote', numberOfKeys: 1 },
   unlist: { file: 'unlist', numberOfKeys: 1 },
 } as const satisfies Record<string, ScriptSpec>
 

@@ -113,11 +113,14 @@ export class Attempts {
     const epochs = nodes.map((node) => node.guard.epoch)
     const drivers = nodes.map((node) => node.driver)
     // The script's arguments are the same on every node: made once a round.
-    const argv = this.nodes.anyDriver()?.acquireArgv(nodeRequest)
+    // An exclusive hold asks by the short vote first (redlock-vote.lua).
+    const any = this.nodes.anyDriver()
+    const argv = any?.acquireArgv(nodeRequest)
+    const vote = any?.voteArgv(nodeRequest)
     const calls = nodes.map((node, i): NodeCall<AcquireResult> => {
       const driver = drivers[i]
       if (!driver || !argv) return node.unreachable()
-      return () => (state.pending[i] = driver.acquireWith(nodeRequest, argv))
+      return () => (state.pending[i] = driver.acquireWith(nodeRequest, argv, vote))
     })
     return this.nodes.gather(calls, (partial) => decided(partial, counted, this.nodes.majority), {
       answered: (i, result) => {

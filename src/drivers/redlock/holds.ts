@@ -32,6 +32,8 @@ export interface HoldState {
   downgraded?: boolean
   /** Released by its owner: every node is sent its release, a late grant included (release()). */
   released?: boolean
+  /** Per node, raised to the lease's token in place (raiseTokens): its token there is the lease's, by guess. */
+  raised?: boolean[]
 }
 
 export class Holds {
@@ -71,7 +73,11 @@ export class Holds {
   noteGrant(request: AcquireRequest, state: HoldState, i: number, driver: RedisDriver, token: bigint): void {
     const gone = state.token !== undefined && !state.released && this.byOwner.get(request.owner) !== state
     if (state.token !== undefined && (gone || token > state.token)) driver.release({ ...withoutToken(request), token }).catch(() => {})
-    else state.tokens[i] = token
+    else {
+      state.tokens[i] = token
+      // Raised too, so that the nodes' counters agree again and the next votes draw equal tokens.
+      if (state.token !== undefined && token < state.token) this.raise(request, state, i, driver, state.token)
+    }
   }
 
   /** The round won: the lease takes the highest token of its grants, and lower counters are raised to it. */
@@ -79,19 +85,35 @@ export class Holds {
     let token = 0n
     for (const t of state.tokens) if (t !== undefined && t > token) token = t
     state.token = token
-    this.raiseTokens(request.name, state.tokens, token)
+    this.raiseTokens(request, state, token)
     this.byOwner.set(request.owner, state)
     return token
   }
 
-  /** Raises the counters of granting nodes that drew a lower token than the lease's (see the comment atop index.ts). */
-  private raiseTokens(name: string, tokens: readonly (bigint | undefined)[], token: bigint): void {
-    tokens.forEach((t, i) => {
+  /**
+   * Raises the counters of granting nodes that drew a lower token than the
+   * lease's (see the comment atop index.ts). An exclusive hold takes the
+   * lease's token in place (raise-token.lua), so from now on the lease is
+   * addressed there by its own token, by guess (a raise that did not land
+   * leaves the old token: the release then ends the owner's hold whatever
+   * its token).
+   */
+  private raiseTokens(request: AcquireRequest, state: HoldState, token: bigint): void {
+    state.tokens.forEach((t, i) => {
       const driver = this.nodes.all[i]!.driver
-      if (t !== undefined && t < token && driver) {
-        driver.call('raiseToken', name, [token.toString(), driver.fenceTtl]).catch(() => {})
-      }
+      if (t !== undefined && t < token && driver) this.raise(request, state, i, driver, token)
     })
+  }
+
+  private raise(request: AcquireRequest, state: HoldState, i: number, driver: RedisDriver, token: bigint): void {
+    // A shared hold (a reader) keeps its token: only the hold key's counter is raised.
+    if (request.mode !== 'exclusive' && request.mode !== 'write') {
+      driver.call('raiseToken', request.name, [token.toString(), driver.fenceTtl]).catch(() => {})
+      return
+    }
+    driver.call('raiseToken', request.name, [token.toString(), driver.fenceTtl, request.owner]).catch(() => {})
+    state.tokens[i] = token
+    ;(state.raised ??= [])[i] = true
   }
 
   async extend(holds: readonly HoldRef[], ttlMs: number): Promise<ExtendResult[]> {
@@ -235,10 +257,15 @@ export class Holds {
     let lastHold: HoldRef | undefined
     const holdOf = (token: bigint): HoldRef => (lastHold?.token === token ? lastHold : (lastHold = { ...bare, token }))
     // And one set of script arguments for the nodes that release the same hold the same way.
-    let last: { readonly target: object; readonly guess: boolean; readonly argv: (string | number)[] } | undefined
+    // An exclusive hold without lock delay goes by the short release first (redlock-unvote.lua).
+    let last: {
+      readonly target: object; readonly guess: boolean; readonly argv: (string | number)[]; readonly unvote: (string | number)[] | undefined
+    } | undefined
     const release = (driver: RedisDriver, target: LockSpec & { readonly owner: string }, guess: boolean): Promise<boolean> => {
-      if (last?.target !== target || last.guess !== guess) last = { target, guess, argv: driver.releaseArgv(target, guess) }
-      return driver.releaseWith(target, last.argv)
+      if (last?.target !== target || last.guess !== guess) {
+        last = { target, guess, argv: driver.releaseArgv(target, guess), unvote: driver.unvoteArgv(target) }
+      }
+      return driver.releaseWith(target, last.argv, last.unvote)
     }
     const calls = this.nodes.all.map((node, i): NodeCall<boolean> => {
       const driver = node.driver
@@ -246,7 +273,7 @@ export class Holds {
       return () => {
         const known = state?.tokens[i]
         const token = known ?? state?.token
-        const guess = known === undefined
+        const guess = known === undefined || state?.raised?.[i] === true
         const hold = token === undefined ? undefined : holdOf(token)
         if (node !== lineNode) return release(driver, hold ?? bare, guess)
         if (leave) this.line.leave(driver, spec).catch(() => {})

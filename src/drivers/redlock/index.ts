@@ -41,29 +41,37 @@ import { Wakeups } from './wakeups.js'
  * once; everyone else waits in line behind it for a wake-up, and a contender
  * with no line entry (the line node unreachable) backs off by a random delay.
  *
- * Fencing tokens: each node's grant draws a token from that node's counter,
- * one above its last and never below the node's clock floored to whole
- * milliseconds, in µs (redis/scripts/token.lua; acquire.lua's ARGV[5], set
- * by RedlockNode; redis:// floors by the µs). The lease takes the highest
- * token of its grants, and every granting node whose counter is lower is
- * raised to it at once (scripts/raise-token.lua, sent before anything else
- * this client sends that node, so before the hold there can end). Any two
- * majorities share a node; on that node the later majority's grant comes
- * after the earlier hold ended, so after the raise, and its counter, hence
- * the later token, is larger. Limits: a majority must keep its data (a node
- * restarted empty is kept out of majorities by the restart guard until every
- * lease it may have held ran out, but its counter restarts from the clock
- * floor, which only helps where the nodes' clocks agree); a raise delayed past
- * the ttl by the network; and bounded state (`?fenceTtl=`) drops idle
- * counters, leaving the clock floor as with a single Redis (it holds while a
- * name gets fewer than 1,000 grants in one ms: the µs floor's rate bound).
- * Why the ms floor: after a raise all granting nodes' counters are equal, so
- * the next grants draw equal tokens (counter + 1) and need no raise; with
- * a µs floor each node's token was its own clock's µs after any pause of a
- * µs or more, so nearly every grant sent N − 1 raises. Now the nodes
- * disagree only when the floor moved past the counter between grants and
- * the nodes' clocks (or the moments the nodes ran the attempt) fall in
- * different ms; the raise then still restores the argument above.
+ * Fencing tokens: each node's grant draws a token from that node's counter.
+ * An exclusive hold asks by a short vote first (redis/scripts/redlock-vote.lua,
+ * redlock-unvote.lua for its release; the node's full scripts decide
+ * whatever they do not): on a name free there with nothing around it, the
+ * token is the counter + 1. Everything else goes through acquire.lua, whose
+ * token is one above the counter and never below the node's clock floored
+ * to whole milliseconds, in µs (redis/scripts/token.lua; ARGV[5], set by
+ * RedlockNode; redis:// floors by the µs); that is also how a counter is
+ * seeded when a name is new, idle past `?fenceTtl=`, or its node restarted
+ * empty. The lease takes the highest token of its grants, and every granting
+ * node whose counter is lower is raised to it at once (scripts/raise-token.lua,
+ * sent before anything else this client sends that node, so before the hold
+ * there can end); the hold there takes the lease's token in place, so the
+ * node's next release and vote keep their short paths. Any two majorities
+ * share a node; on that node the later majority's grant comes after the
+ * earlier hold ended, so after the raise, and its counter, hence the later
+ * token, is larger. Limits: a majority must keep its data (a node restarted
+ * empty is kept out of majorities by the restart guard until every lease it
+ * may have held ran out, but its counter restarts from the clock floor,
+ * which only helps where the nodes' clocks agree); a raise delayed past the
+ * ttl by the network; and bounded state drops idle counters, leaving the
+ * clock floor. A counter grows by one a grant, and the clock by one a µs:
+ * a token stays below every later clock floor while a name averages fewer
+ * than one grant per µs since its counter was seeded (the µs floor's rate
+ * bound). Why counter + 1 in the vote, and the ms floor elsewhere: after a
+ * raise all granting nodes' counters are equal, so the next votes draw equal
+ * tokens and need no raise. With the clock floor in every grant, nodes
+ * disagreed whenever a millisecond boundary (or a clock offset) fell between
+ * their grants, which sent a raise after 7–15 % of node-pairs and, through
+ * the raise's counter floor, that node's next calls down the slow path;
+ * with a µs floor nearly every grant sent N − 1 raises.
  *
  * Read-write locks: a reader is a shared hold on each node, a writer an
  * exclusive one, taken by the single-node scripts, which never let the two

@@ -76,7 +76,7 @@ export class Inspector {
     }
   }
 
-  /** Names from every node (SCAN only), then the quorum's view of just the page's names, in order. */
+  /** Names from every node (its index of names in use), then the quorum's view of just the page's names, in order. */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
     const names = new Set<string>()
     const reached = await Promise.all(this.nodes.all.map(async (node) => {
