@@ -5,6 +5,8 @@
  * busy deployment with one name per job has many). The same figure for
  * every store: each plugs in through a `ListingStore` (listing-stores.ts).
  * BENCH_LISTING=redis,postgres,mysql,etcd,zookeeper picks stores (default all).
+ * BENCH_LISTING_NAMES=flat holds `held-<i>` instead of `held/<i>` (on etcd,
+ * names under a parent path cost a page more: docs/stores/etcd.md).
  */
 import { connect, type Baton, type Lease } from '../../src/index.js'
 import { startBatonServer } from '../../test/harness/baton-server.js'
@@ -17,6 +19,8 @@ const HELD = 10_000
 const PAGE = 100
 const TARGET_PAGE_MS = 50
 const TARGET_ALL_MS = 1000
+/** Held names are `held<SEPARATOR><i>`. */
+const SEPARATOR = process.env.BENCH_LISTING_NAMES === 'flat' ? '-' : '/'
 
 interface Figures {
   idle: number
@@ -43,7 +47,7 @@ async function measure(ctx: BenchContext, store: ListingStore, idleCounts: reado
     // 100 acquires at a time: etcd sets a watch per name, and times out setting 500 at once on a busy machine.
     for (let at = 0; at < HELD; at += 100) {
       leases.push(...await Promise.all(Array.from({ length: Math.min(100, HELD - at) }, (_, i) =>
-        baton.mutex(`held/${at + i}`, { ttl: store.ttl ?? '10m' }).acquire({ autoExtend: store.ttl !== undefined }))))
+        baton.mutex(`held${SEPARATOR}${at + i}`, { ttl: store.ttl ?? '10m' }).acquire({ autoExtend: store.ttl !== undefined }))))
     }
     for (const idle of idleCounts) {
       const t0 = Date.now()
@@ -135,7 +139,7 @@ export const listing: Scenario = {
     const markdown = [
       `## ${listing.title}`,
       '',
-      `${fmtInt(HELD)} names held (one client, ttl 10 min) among idle names as a release leaves them, named to sort before every held name `
+      `${fmtInt(HELD)} names held (\`held${SEPARATOR}<i>\`, one client, ttl 10 min) among idle names as a release leaves them, named to sort before every held name `
       + `(the worst case for a scan in name order). Per number of idle names: ${runs} runs of list({ limit: ${PAGE} }) then list(), one client, `
       + `then GET /v1/locks?limit=${PAGE} on a lock server (\`baton serve\`, its own process) over the same store; medians. An idle name is: `
       + measured.map(({ store }) => `${store.label}, ${store.idleNote}`).join('; ') + '.',

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { nextEvent, type SuiteContext } from './context.js'
 import type { WaitEvent } from '../../src/core/events.js'
+import type { Lease } from '../../src/index.js'
 
 export function listing(ctx: SuiteContext): void {
   describe('inspect and list', () => {
@@ -40,24 +41,46 @@ export function listing(ctx: SuiteContext): void {
     it('list() pages: byte order, after a cursor, at most a limit, idle names skipped', async () => {
       const client = await ctx.client()
       const prefix = ctx.name('pages') + '/'
-      // "a-b" sorts before "a/..." by key but after "a" by name; "é" (2 bytes) after "z".
-      const names = ['a', 'a-b', 'a/c', 'b', 'idle', 'z', 'é'].map((n) => prefix + n)
+      // Names that key layouts put out of name order: "a-b", "a.b", "a b" sort
+      // before "a/..." by key but after "a" by name; "a/0" may sort its keys
+      // before those of "a" (`a/<id>`); prefixes of each other; "é" (2 bytes)
+      // after "z"; an astral character (4 bytes) after U+FF71 (3 bytes), though
+      // UTF-16 puts it before.
+      const awkward = ['a', 'a b', 'a!', 'a-b', 'a-b-c', 'a.b', 'a/', 'a/0', 'a/0/1', 'a/-', 'a/b', 'a/z', 'ab',
+        'b', 'idle', 'p', 'p-', 'p-q', 'z', 'é', '日本', '\uff71', '\u{1f600}']
+      const names = awkward.map((n) => prefix + n)
       const leases = await Promise.all(names.map((n) => client.mutex(n).acquire()))
       await leases[names.indexOf(`${prefix}idle`)]!.release()
-      const live = names.filter((n) => !n.endsWith('idle'))
-      assert.deepEqual((await client.list({ prefix })).map((v) => v.name), live)
-      const walked: string[] = []
-      let after: string | undefined
-      for (let pages = 0; pages < 10; pages++) {
-        const page = await client.list({ prefix, limit: 2, ...(after ? { after } : {}) })
-        assert.ok(page.length <= 2)
-        walked.push(...page.map((v) => v.name))
-        if (page.length < 2) break
-        after = page.at(-1)!.name
+      // Two waiters: a line of several entries, which a store may read in parts.
+      const queued = `${prefix}a-b`
+      const waiters: Promise<Lease>[] = []
+      for (const other of [await ctx.client(), await ctx.client()]) {
+        const waiting = nextEvent<WaitEvent>('baton:wait', (m) => m.name === queued)
+        waiters.push(other.mutex(queued).acquire())
+        await waiting
       }
-      assert.deepEqual(walked, live)
-      assert.deepEqual((await client.list({ prefix, after: `${prefix}b`, limit: 1 })).map((v) => v.name), [`${prefix}z`])
+      const live = names.filter((n) => !n.endsWith('idle')).sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)))
+      assert.deepEqual((await client.list({ prefix })).map((v) => v.name), live)
+      for (const limit of [1, 2, 3]) {
+        const walked: string[] = []
+        let after: string | undefined
+        for (let pages = 0; pages <= live.length; pages++) {
+          const page = await client.list({ prefix, limit, ...(after ? { after } : {}) })
+          assert.ok(page.length <= limit)
+          for (const view of page) assert.equal(view.waiters.length, view.name === queued ? 2 : 0, `${view.name}'s waiters in pages of ${limit}`)
+          walked.push(...page.map((v) => v.name))
+          if (page.length < limit) break
+          after = page.at(-1)!.name
+        }
+        assert.deepEqual(walked, live, `pages of ${limit}`)
+      }
+      // Cursors that are not names: the page starts at the next name.
+      for (const [after, next] of [['a.', 'a.b'], ['a/0/', 'a/0/1'], ['a/0/2', 'a/b'], ['p-r', 'z']]) {
+        assert.deepEqual((await client.list({ prefix, after: prefix + after, limit: 1 })).map((v) => v.name), [prefix + next], `after ${after}`)
+      }
       await assert.rejects(client.list({ prefix, limit: 0 }), (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT')
+      await leases[names.indexOf(queued)]!.release()
+      for (const waiter of waiters) await (await waiter).release()
       await Promise.all(leases.map((l) => l.release()))
     })
 

@@ -1,26 +1,25 @@
 import type { Etcd3 } from 'etcd3'
 import type { HolderSummary, ListPage, LockInfo } from '../../core/driver.js'
-import { compareNames, limitOf, namesOfPage } from '../../core/list.js'
 import { holdersIn, summaryOf, waiterSummaryOf, waitersIn } from '../sequenced/line.js'
 import type { Slots } from '../sequenced/slots.js'
 import { guarded, type EtcdTarget } from './connection.js'
-import { prefixEnd, type LineRead, type Lines } from './keys.js'
+import type { LineRead, Lines } from './keys.js'
 import { delayMarkerKey, delayOfMarker, isPhantom, type LeaseLife } from './lease.js'
+import { EtcdPages } from './pages.js'
 import { ttlLeft, type EtcdSlot } from './slot.js'
 
-/** Keys per range request of list(): a reply stays far below gRPC's 4 MB message limit. */
-const RANGE_CHUNK = 5000
-
-type RangeKv = Parameters<Lines['parse']>[1][number]
-
-/** inspect() and list(): a name's line with its holders' leases, and pages of names from one key range. */
+/** inspect() and list(): a name's line with its holders' leases, and pages of lines (EtcdPages). */
 export class EtcdInspector {
+  private readonly pages: EtcdPages
+
   constructor(
     private readonly client: Etcd3,
     private readonly target: EtcdTarget,
     private readonly lines: Lines,
     private readonly slots: Slots<EtcdSlot>,
-  ) {}
+  ) {
+    this.pages = new EtcdPages(client, target)
+  }
 
   async inspect(name: string): Promise<LockInfo | null> {
     const read = await this.lines.read(name)
@@ -69,40 +68,14 @@ export class EtcdInspector {
   }
 
   /**
-   * One range read of the lines from the cursor on (values included, in
-   * chunks of RANGE_CHUNK keys; a name after `after` has its keys at or after
-   * `<keyPrefix><after>`), then each lease of the page's holders asked once:
-   * a few requests for a page or for every name, not some per name. Keys are
-   * `<name>/<id>`, so key order is not quite name order (a name with a byte
-   * below "/" sorts its keys first): the range is not cut at the page's size,
-   * and the names are sorted here.
+   * A page's lines (EtcdPages: about a page's worth of keys, in a few
+   * requests), then each lease of the page's holders asked once: a few
+   * requests for a page or for every name, not some per name.
    */
   async *list(prefix: string, page?: ListPage): AsyncIterable<LockInfo> {
-    const base = this.target.keyPrefix + prefix
-    const after = page?.after
-    const byName = new Map<string, RangeKv[]>()
-    let start = Buffer.from(after !== undefined && compareNames(after, prefix) > 0 ? this.target.keyPrefix + after : base)
-    let revision = 0n
-    for (;;) {
-      const reply = await guarded(this.target, this.client.kv.range({
-        key: start, range_end: prefixEnd(base), limit: RANGE_CHUNK, ...(revision > 0n ? { revision: String(revision) } : {}),
-      }))
-      revision = BigInt(reply.header.revision)
-      for (const kv of reply.kvs) {
-        const rest = kv.key.toString().slice(this.target.keyPrefix.length)
-        const slash = rest.lastIndexOf('/')
-        if (slash <= 0 || !/^[0-9a-f]+(\.[\w-]+)?$/.test(rest.slice(slash + 1))) continue
-        const name = rest.slice(0, slash)
-        const kvs = byName.get(name)
-        if (kvs) kvs.push(kv)
-        else byName.set(name, [kv])
-      }
-      if (!reply.more || reply.kvs.length === 0) break
-      start = Buffer.concat([reply.kvs.at(-1)!.key, Buffer.from([0])])
-    }
-    const names = namesOfPage(byName.keys(), prefix, page).slice(0, limitOf(page))
+    const { names, keysOf, revision } = await this.pages.read(prefix, page)
     // Lines.parse wants a name's keys in create order, as Lines.range reads them.
-    const reads = names.map((name) => this.lines.parse(name, byName.get(name)!.sort((a, b) => Number(BigInt(a.create_revision) - BigInt(b.create_revision))), revision))
+    const reads = names.map((name) => this.lines.parse(name, keysOf.get(name)!.sort((a, b) => Number(BigInt(a.create_revision) - BigInt(b.create_revision))), revision))
     const lives = await this.livesOf(reads)
     for (const [i, name] of names.entries()) {
       const info = this.describe(name, reads[i]!, lives)
