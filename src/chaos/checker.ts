@@ -284,11 +284,23 @@ function leftovers(events: readonly HistoryEvent[]): Finding[] {
 /**
  * A waiter (acquire or campaign) that stayed waiting while its name was
  * free of every known hold for `boundMs`, and no waiter on that name had
- * asked before it (the first in line).
+ * asked before it (the first in line). A wait of a process killed
+ * (client-kill) ends at the kill: it never completes, and counting it on
+ * to the end of the run would both report it and hide every waiter behind it.
  */
 function starvedWaiters(history: History, intervals: readonly Interval[], boundMs: number): Finding[] {
+  const killedAt = new Map<number, number>()
+  for (const e of history.events) {
+    const process = e.type === 'fault' && e.kind === 'client-kill' ? /^process (\d+)$/.exec(e.target)?.[1] : undefined
+    if (process !== undefined && !killedAt.has(Number(process))) killedAt.set(Number(process), e.at)
+  }
   const completedAt = new Map<string, number>()
   for (const e of history.events) if (e.type === 'complete') completedAt.set(e.op, e.at)
+  for (const e of history.events) {
+    if (e.type !== 'invoke' || completedAt.has(e.op)) continue
+    const killed = killedAt.get(e.process)
+    if (killed !== undefined && killed >= e.at) completedAt.set(e.op, killed)
+  }
   const waits = history.events.filter((e): e is Invoke => e.type === 'invoke' && (e.kind === 'acquire' || e.kind === 'campaign'))
   // By name, each in time order: a long history on few names stays near-linear (it was quadratic over every name's holds).
   const holdsOf = groupBy(intervals, (i) => [i.name])
