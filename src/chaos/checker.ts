@@ -22,6 +22,13 @@ export interface Finding {
   readonly evidence: string
   /** The operations and leases involved. */
   readonly involved: readonly string[]
+  /**
+   * Where a finding spans two moments (a token below one granted at
+   * `since`): a known exception's fault anywhere between them explains it,
+   * e.g. a counter started again, whose next grant on the name may come
+   * long after the fault healed.
+   */
+  readonly since?: number
   /** The known exception covering it, if any: then it is reported apart. */
   excusedBy?: KnownException
 }
@@ -79,7 +86,7 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
       const exception = exceptionFor(history.store, fault.kind, f.property)
       if (!exception) continue
       const window = exception.leases * history.ttlMs
-      if (f.at >= fault.at - window && f.at <= (fault.healedAt ?? history.endedAt) + window) return { ...f, excusedBy: exception }
+      if (f.at >= fault.at - window && (f.since ?? f.at) <= (fault.healedAt ?? history.endedAt) + window) return { ...f, excusedBy: exception }
     }
     return f
   }
@@ -157,7 +164,7 @@ function tokenOrder(events: readonly HistoryEvent[]): Finding[] {
       else breaks.push({ against: highest, first: g, start, followers: 0 })
     }
     for (const { against: h, first: g, start, followers } of breaks) {
-      found.push({ property: 'token-order', at: g.at, involved: [h.lease, g.lease],
+      found.push({ property: 'token-order', at: g.at, since: h.at, involved: [h.lease, g.lease],
         evidence: `"${name}": ${g.lease} got token ${g.token} (asked at ${t(start)}) after ${h.lease} had been granted token ${h.token} at ${t(h.at)}` +
           (followers > 0 ? `; the ${followers} grant(s) after it stayed below token ${h.token}` : '') })
     }
