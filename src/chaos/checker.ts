@@ -22,6 +22,13 @@ export interface Finding {
   readonly evidence: string
   /** The operations and leases involved. */
   readonly involved: readonly string[]
+  /**
+   * Where a finding spans two moments (a token below one granted at
+   * `since`): a known exception's fault anywhere between them explains it,
+   * e.g. a counter started again, whose next grant on the name may come
+   * long after the fault healed.
+   */
+  readonly since?: number
   /** The known exception covering it, if any: then it is reported apart. */
   excusedBy?: KnownException
 }
@@ -79,7 +86,7 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
       const exception = exceptionFor(history.store, fault.kind, f.property)
       if (!exception) continue
       const window = exception.leases * history.ttlMs
-      if (f.at >= fault.at - window && f.at <= (fault.healedAt ?? history.endedAt) + window) return { ...f, excusedBy: exception }
+      if (f.at >= fault.at - window && (f.since ?? f.at) <= (fault.healedAt ?? history.endedAt) + window) return { ...f, excusedBy: exception }
     }
     return f
   }
@@ -157,7 +164,7 @@ function tokenOrder(events: readonly HistoryEvent[]): Finding[] {
       else breaks.push({ against: highest, first: g, start, followers: 0 })
     }
     for (const { against: h, first: g, start, followers } of breaks) {
-      found.push({ property: 'token-order', at: g.at, involved: [h.lease, g.lease],
+      found.push({ property: 'token-order', at: g.at, since: h.at, involved: [h.lease, g.lease],
         evidence: `"${name}": ${g.lease} got token ${g.token} (asked at ${t(start)}) after ${h.lease} had been granted token ${h.token} at ${t(h.at)}` +
           (followers > 0 ? `; the ${followers} grant(s) after it stayed below token ${h.token}` : '') })
     }
@@ -284,11 +291,23 @@ function leftovers(events: readonly HistoryEvent[]): Finding[] {
 /**
  * A waiter (acquire or campaign) that stayed waiting while its name was
  * free of every known hold for `boundMs`, and no waiter on that name had
- * asked before it (the first in line).
+ * asked before it (the first in line). A wait of a process killed
+ * (client-kill) ends at the kill: it never completes, and counting it on
+ * to the end of the run would both report it and hide every waiter behind it.
  */
 function starvedWaiters(history: History, intervals: readonly Interval[], boundMs: number): Finding[] {
+  const killedAt = new Map<number, number>()
+  for (const e of history.events) {
+    const process = e.type === 'fault' && e.kind === 'client-kill' ? /^process (\d+)$/.exec(e.target)?.[1] : undefined
+    if (process !== undefined && !killedAt.has(Number(process))) killedAt.set(Number(process), e.at)
+  }
   const completedAt = new Map<string, number>()
   for (const e of history.events) if (e.type === 'complete') completedAt.set(e.op, e.at)
+  for (const e of history.events) {
+    if (e.type !== 'invoke' || completedAt.has(e.op)) continue
+    const killed = killedAt.get(e.process)
+    if (killed !== undefined && killed >= e.at) completedAt.set(e.op, killed)
+  }
   const waits = history.events.filter((e): e is Invoke => e.type === 'invoke' && (e.kind === 'acquire' || e.kind === 'campaign'))
   // By name, each in time order: a long history on few names stays near-linear (it was quadratic over every name's holds).
   const holdsOf = groupBy(intervals, (i) => [i.name])

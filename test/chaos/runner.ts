@@ -265,7 +265,8 @@ async function main(): Promise<void> {
     ...(values.primitives ? { primitives: values.primitives.split(',') as Primitive[] } : {}),
   })
   console.log(result.report)
-  if (result.verdict.violations.length > 0) console.log(keepHistory(store, seed, result.history))
+  // Warnings too: whether one is load or a defect is read from the history.
+  if (result.verdict.violations.length + result.verdict.warnings.length > 0) console.log(keepHistory(store, seed, result.history))
   process.exitCode = result.verdict.violations.length === 0 ? 0 : 1
 }
 

@@ -702,21 +702,43 @@ export async function moveClusterSlot(
 ): Promise<RedisServer> {
   const from = await clusterSlotOwner(cluster, slot);
   if (from === to) throw new Error(`slot ${slot} is already on port ${to.port}`);
+  await openSlotMigration(from, to, slot);
+  await steps.whileMigrating?.();
+  await migrateSlotKeys(from, to, slot);
+  await steps.whileMoving?.();
+  await assignSlot(cluster, slot, to, from);
+  return from;
+}
+
+/** The first step of a live slot move: `to` IMPORTING the slot from `from`, `from` MIGRATING it to `to`. */
+export async function openSlotMigration(from: RedisServer, to: RedisServer, slot: number): Promise<void> {
   const [fromId, toId] = await Promise.all([nodeId(from.port), nodeId(to.port)]);
   await ok(to.port, ['CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId]);
   await ok(from.port, ['CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId]);
-  await steps.whileMigrating?.();
+}
+
+/**
+ * MIGRATEs the slot's keys from `from` to `to` (at most `limit` of them; all
+ * by default); `replace` overwrites a key `to` has already. Returns how many moved.
+ */
+export async function migrateSlotKeys(from: RedisServer, to: RedisServer, slot: number, o: { limit?: number; replace?: boolean } = {}): Promise<number> {
+  let moved = 0;
   for (;;) {
-    const keys = await ok(from.port, ['CLUSTER', 'GETKEYSINSLOT', String(slot), '100']);
-    if (!Array.isArray(keys) || keys.length === 0) break;
-    await ok(from.port, ['MIGRATE', HOST, String(to.port), '', '0', String(ms(5000)), 'KEYS', ...(keys as string[])]);
+    const room = (o.limit ?? Infinity) - moved;
+    if (room <= 0) return moved;
+    const keys = await ok(from.port, ['CLUSTER', 'GETKEYSINSLOT', String(slot), String(Math.min(100, room))]);
+    if (!Array.isArray(keys) || keys.length === 0) return moved;
+    await ok(from.port, ['MIGRATE', HOST, String(to.port), '', '0', String(ms(5000)), ...(o.replace ? ['REPLACE'] : []), 'KEYS', ...(keys as string[])]);
+    moved += keys.length;
   }
-  await steps.whileMoving?.();
-  // The target first, then the source, then the others (as redis-cli does).
+}
+
+/** The last step of a slot move: every node told `to` owns the slot (the target first, then the source, then the others, as redis-cli does). */
+export async function assignSlot(cluster: RedisClusterSetup, slot: number, to: RedisServer, from: RedisServer): Promise<void> {
+  const toId = await nodeId(to.port);
   await ok(to.port, ['CLUSTER', 'SETSLOT', String(slot), 'NODE', toId]);
   await ok(from.port, ['CLUSTER', 'SETSLOT', String(slot), 'NODE', toId]);
   for (const node of cluster.nodes) if (node !== to && node !== from) await ok(node.port, ['CLUSTER', 'SETSLOT', String(slot), 'NODE', toId]);
-  return from;
 }
 
 /** Ids of the connections on `port` subscribed to sharded channels (CLIENT LIST's ssub). */

@@ -2,9 +2,12 @@
  * The redis-cluster chaos store: three masters, one replica each, and its
  * faults: a master restarted empty, the notice connections cut, a live slot
  * migration, and a master failover (the master killed, its replica
- * promoted by the cluster itself, the old one back as a replica).
+ * promoted by the cluster itself, the old one back as a replica), and that
+ * failover while a slot of the master is migrating.
  */
-import { clusterSlotOwner, moveClusterSlot, redisCommand, startRedisCluster, type RedisClusterSetup, type RedisServer } from '../../harness/servers.js'
+import {
+  assignSlot, clusterSlotOwner, migrateSlotKeys, moveClusterSlot, openSlotMigration, redisCommand, startRedisCluster, type RedisClusterSetup, type RedisServer,
+} from '../../harness/servers.js'
 import { ms } from '../../harness/timing.js'
 import { slotOfName } from '../../../src/drivers/redis/keys.js'
 import { historyNow } from '../../../src/chaos/history.js'
@@ -88,6 +91,45 @@ export async function startClusterStore(): Promise<ChaosStore> {
         const to = random.pick((await mastersOf(cluster)).filter((n) => n !== from))
         await moveClusterSlot({ ...cluster, nodes: await mastersOf(cluster) }, slot, to)
         return `slot ${slot} ("${name}") moved from :${from.port} to :${to.port}`
+      },
+      // kill -9 of a master while one of its slots migrates, after none, some
+      // or all of the slot's keys moved (seeded). The replica promoted in its
+      // place serves the slot with the keys it has, while those already moved
+      // wait on a target still importing from a dead node, which keeps its
+      // view of the slot (the dead owner: cluster_state fail, its own slots
+      // refused too) until an operator fixes it. Healed once that fix is done
+      // (the move finished from the new master, its keys winning over the
+      // target's), the old master back as a replica.
+      'migrating-failover': async (random, names) => {
+        const name = random.pick(names)
+        const slot = slotOfName(name)
+        const from = await clusterSlotOwner(cluster, slot)
+        const to = random.pick((await mastersOf(cluster)).filter((n) => n !== from))
+        const share = random.pick([0, 0.5, 1])
+        const replica = (await replicasOf(cluster, from))[0]
+        if (!replica) return `master :${from.port} has no replica now: nothing done`
+        await openSlotMigration(from, to, slot)
+        const keys = Number(await redisCommand(from.port, ['CLUSTER', 'COUNTKEYSINSLOT', String(slot)]))
+        const moved = await migrateSlotKeys(from, to, slot, { limit: Math.floor(keys * share) })
+        await from.kill()
+        const at = historyNow()
+        // The target, importing, takes no news of the slot's owner: it still sees the dead one (cluster_state fail) until the fix.
+        const others = cluster.nodes.filter((n) => n !== from && n !== to)
+        const promotedIn = await waitFor(`replica :${replica.port} promoted`, async () => (await roleOf(replica)) === 'master' && await clusterOk(others))
+        await from.restart()
+        await waitFor(`:${from.port} back as a replica`, async () => (await roleOf(from)) === 'slave' && await clusterOk([...others, from]))
+        const owner = await clusterSlotOwner({ ...cluster, nodes: others }, slot)
+        // The fix: the target told the slot's owner (it answers again), then the move done again from there.
+        await redisCommand(to.port, ['CLUSTER', 'SETSLOT', String(slot), 'NODE', String(await redisCommand(owner.port, ['CLUSTER', 'MYID']))])
+        await openSlotMigration(owner, to, slot)
+        await migrateSlotKeys(owner, to, slot, { replace: true })
+        await assignSlot({ ...cluster, nodes: await mastersOf(cluster) }, slot, to, owner)
+        await waitFor('the cluster ok after the fix', () => clusterOk(cluster.nodes))
+        const detail = `slot ${slot} ("${name}") migrating from :${from.port} to :${to.port}, ${moved} of ${keys} keys moved, when :${from.port} was killed (-9); ` +
+          `its replica :${replica.port} promoted after ${promotedIn} ms; the move finished from :${owner.port}`
+        // The keys moved before the kill were missing where the slot was served.
+        const emptiedNames = names.filter((n) => slotOfName(n) === slot)
+        return moved > 0 ? { detail, emptied: { at, names: emptiedNames } } : detail
       },
       // kill -9 of a master: after the node timeout its replica is elected in
       // its place (writes it had not replicated are lost). Healed once the
