@@ -20,8 +20,11 @@ async function client(server: ZkServer): Promise<Baton> {
   return baton
 }
 
-// A follower keeps serving 20 ticks (5 s) without its leader: far longer than the sessions below.
-const SYNC_LIMIT = 20
+// A 1 s ttl (scaled): a session of twice that. A follower keeps serving
+// SYNC_LIMIT ticks without its leader, at least 5 s and always 2.5 times that
+// session, so the stale copy outlives the session at any timing scale.
+const TTL_MS = ms(1000)
+const SYNC_LIMIT = Math.max(20, Math.ceil((TTL_MS * 2 * 2.5) / ZK_TICK_MS))
 
 before(async () => {
   ensemble = await startZookeeperEnsemble(3, { peerLinks: true, syncLimit: SYNC_LIMIT })
@@ -39,13 +42,11 @@ describe('zookeeper: a follower cut off from its leader', () => {
     const follower = ensemble.servers.find((s) => s !== leader)!
     const [cutOff, other] = [await client(follower), await client(leader)]
     const name = 'follower/stale'
-    // A 1 s ttl: a session of 2 s, well within the follower's 5 s of serving alone.
-    assert.ok(ms(1000) * 2 < SYNC_LIMIT * ZK_TICK_MS)
-    const holder = await cutOff.mutex(name, { ttl: ms(1000) }).acquire({ autoExtend: true })
+    const holder = await cutOff.mutex(name, { ttl: TTL_MS }).acquire({ autoExtend: true })
     try {
       ensemble.partition(follower, leader)
       // The leader expires the holder's session (its pings no longer reach it) and grants the name.
-      const next = await other.mutex(name, { ttl: ms(1000) }).acquire({ wait: ms(20_000) })
+      const next = await other.mutex(name, { ttl: TTL_MS }).acquire({ wait: ms(20_000) })
       assert.equal(holder.signal.aborted, true, 'the cut-off holder had lost its hold before the next one was granted')
       await next.release()
     } finally {
