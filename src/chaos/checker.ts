@@ -289,6 +289,13 @@ function leftovers(events: readonly HistoryEvent[]): Finding[] {
 function starvedWaiters(history: History, intervals: readonly Interval[], boundMs: number): Finding[] {
   const completedAt = new Map<string, number>()
   for (const e of history.events) if (e.type === 'complete') completedAt.set(e.op, e.at)
+  // A killed process answers none of its waits: each ended when it was killed, not when the run did.
+  const killedAt = new Map<number, number>()
+  for (const e of history.events) {
+    const process = e.type === 'fault' && e.kind === 'client-kill' ? /^process (\d+)$/.exec(e.target)?.[1] : undefined
+    if (e.type === 'fault' && process !== undefined) killedAt.set(Number(process), Math.min(killedAt.get(Number(process)) ?? Infinity, e.at))
+  }
+  const endOf = (w: Invoke) => completedAt.get(w.op) ?? Math.min(killedAt.get(w.process) ?? Infinity, history.endedAt)
   const waits = history.events.filter((e): e is Invoke => e.type === 'invoke' && (e.kind === 'acquire' || e.kind === 'campaign'))
   // By name, each in time order: a long history on few names stays near-linear (it was quadratic over every name's holds).
   const holdsOf = groupBy(intervals, (i) => [i.name])
@@ -297,12 +304,12 @@ function starvedWaiters(history: History, intervals: readonly Interval[], boundM
   for (const list of waitsOf.values()) list.sort((a, b) => a.at - b.at)
   const found: Finding[] = []
   for (const w of waits) {
-    const until = completedAt.get(w.op) ?? history.endedAt
+    const until = endOf(w)
     for (const name of w.names) {
       let free = w.at
       for (const o of waitsOf.get(name)!) {
         if (o.at >= w.at) break
-        const done = completedAt.get(o.op) ?? history.endedAt
+        const done = endOf(o)
         if (done > w.at) free = Math.max(free, done)
       }
       for (const i of holdsOf.get(name) ?? []) {

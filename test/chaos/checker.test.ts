@@ -161,6 +161,18 @@ test('a waiter behind holds that cover the name, or behind an earlier waiter, is
   assert.deepEqual(check(history(behind)).warnings.map((f) => f.involved), [['early']])
 })
 
+test('a wait of a killed process ends at the kill: not starved by the run\'s end, nor hiding a later waiter', () => {
+  const wait = (op: string, p: number, at: number): HistoryEvent => ({ type: 'invoke', ...actor(p), op, kind: 'acquire', primitive: 'mutex', names: ['a'], at })
+  const kill = (p: number, at: number): HistoryEvent => ({ type: 'fault', kind: 'client-kill', target: `process ${p}`, at, healedAt: at + 5 })
+  // p1 killed 200 ms into its wait: never answered, yet not a waiter past then (etcd-cluster seed 2904 warned of six such, each in a process killed while it waited).
+  assert.deepEqual(check(history([wait('dead', 1, 100), kill(1, 300)])).warnings, [])
+  // A stall (SIGSTOP) is no kill: its wait is still out.
+  const stall: HistoryEvent = { type: 'fault', kind: 'client-stall', target: 'process 1', at: 300, healedAt: 2000 }
+  assert.deepEqual(check(history([wait('stalled', 1, 100), stall])).warnings.map((f) => f.involved), [['stalled']])
+  // Behind the killed waiter, p2 waits from 400 ms on, unanswered while the name is free: starved.
+  assert.deepEqual(check(history([wait('dead', 1, 100), kill(1, 300), wait('late', 2, 400)])).warnings.map((f) => f.involved), [['late']])
+})
+
 test('ghost-grant: a hold of a client whose attempt failed, granted after the store was emptied or after a lower token was asked for', () => {
   const client = (p: number): HistoryEvent => ({ type: 'client', ...actor(p), clientId: `id${p}`, at: 0 })
   const call = (p: number, op: string, kind: 'tryAcquire' | 'inspect', at: number, end: number | undefined, outcome: 'ok' | 'error' = 'error'): HistoryEvent[] => [
