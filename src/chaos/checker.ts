@@ -207,6 +207,21 @@ function looksHeld(events: readonly HistoryEvent[]): Finding[] {
  */
 const ownersShownPerClient = (store: string): boolean => store === 'http' || store.startsWith('http-')
 
+/**
+ * etcd keeps an election candidate's value bare (etcd's own election
+ * layout, docs/election.md), so only its own client names it by its owner
+ * (`<client id>.<hold id>`); every other client by its key
+ * (`etcd-lease:<lease hex>.<hold id>`). The two name one holder when the
+ * parts after the first dot agree; two views of one form must be equal.
+ */
+function sameHolder(a: string, b: string): boolean {
+  if (a === b) return true
+  const byKey = (holder: string) => holder.startsWith('etcd-lease:')
+  if (byKey(a) === byKey(b)) return false
+  const tail = (holder: string) => holder.slice(holder.indexOf('.') + 1)
+  return a.includes('.') && b.includes('.') && tail(a) === tail(b)
+}
+
 /** Two leaders in one term (as one observer saw it, where holders' names differ by observer); an observe stream going back. */
 function leaders(events: readonly HistoryEvent[], perClient: boolean): Finding[] {
   const found: Finding[] = []
@@ -218,7 +233,7 @@ function leaders(events: readonly HistoryEvent[], perClient: boolean): Finding[]
     const term = `${e.name}#${e.token}${perClient ? `@p${e.process}c${e.client}` : ''}`
     const known = holderOfTerm.get(term)
     if (e.holder !== undefined) {
-      if (known && known.holder !== e.holder && !reported.has(term)) {
+      if (known && !sameHolder(known.holder, e.holder) && !reported.has(term)) {
         reported.add(term)
         found.push({ property: 'two-leaders', at: e.at, involved: [known.holder, e.holder],
           evidence: `"${e.name}": term ${e.token} led by ${known.holder} (seen at ${t(known.at)}) and by ${e.holder} (seen at ${t(e.at)})` })

@@ -105,6 +105,19 @@ test('on the lock server, one term seen under the holder\'s owner by its own pro
   assert.deepEqual(check(history(shown, 'redis')).violations.map((f) => f.property), ['two-leaders'])
 })
 
+test('on etcd, one term seen by its candidate\'s client under its owner and by another under its key is one leader', () => {
+  const o = (p: number, at: number, holder: string): HistoryEvent =>
+    ({ type: 'observation', ...actor(p), via: 'leader', stream: '', name: 'e', at, token: '2981', holder })
+  // etcd-cluster seed 2904: p19c1 led and read itself; p18c1 read the same key (the value is bare).
+  const own = o(19, 10, 'TqIWgVeR.wAog1i')
+  const byKey = o(18, 20, 'etcd-lease:24cea21e5ab81e46.wAog1i')
+  assert.deepEqual(check(history([own, byKey], 'etcd-cluster')).violations, [])
+  // Another hold's key, two keys, or two owners in one term are still two leaders.
+  for (const two of [[own, o(18, 20, 'etcd-lease:24cea21e5ab81e46.wAog1k')], [byKey, o(17, 30, 'etcd-lease:24cea21e5ab81e47.wAog1i')], [own, o(17, 30, 'jZDk_wgF.wAog1k')]]) {
+    assert.deepEqual(check(history(two, 'etcd-cluster')).violations.map((f) => f.property), ['two-leaders'])
+  }
+})
+
 test('an observe stream that skips a long term is reported; one that skips a short term is not', () => {
   const o = (at: number, token: number | null): HistoryEvent =>
     ({ type: 'observation', ...actor(1), via: 'observe', stream: 's1', name: 'e', at, token: token === null ? null : String(token) })
