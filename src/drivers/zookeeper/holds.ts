@@ -105,7 +105,7 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
     // An attempt whose reply was lost may still have made a node on a live
     // session: find it by its owner (in its name, as Curator's protected
     // mode does) and remove it, again and again until the ensemble answers.
-    return this.slots.release(hold, this.clientId, () => this.removeOwn(parentOf(hold.name), hold.owner))
+    return this.slots.release(hold, this.clientId, () => this.removeOwn(hold))
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {
@@ -233,11 +233,16 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
     return mine && `${parent}/${mine}`
   }
 
-  /** Removes a node of `owner` this client does not know of (made by an attempt whose reply was lost). */
-  private async removeOwn(parent: string, owner: string): Promise<void> {
-    // Any live session may remove it; one whose session ended took it along.
-    const session = await this.sessions.admin()
-    const path = await this.findOwn(session, parent, owner)
+  /** Removes a node of an attempt's owner this client does not know of (made by an attempt whose reply was lost, or sent late). */
+  private async removeOwn(attempt: LockSpec & { readonly owner: string; readonly ttlMs?: number }): Promise<void> {
+    // Looked for on the session the attempt was sent on: the library keeps a
+    // request made while that session was reconnecting and sends it once it is
+    // back, after the attempt failed here by its deadline. A session runs its
+    // requests in the order sent, so this read comes after that create; on
+    // another session it may come first, find nothing, and leave the node to
+    // stand in line until the session ends. One whose session ended took it along.
+    const session = attempt.ttlMs === undefined ? await this.sessions.admin() : await this.sessions.for(attempt.ttlMs, attempt.lockDelayMs)
+    const path = await this.findOwn(session, parentOf(attempt.name), attempt.owner)
     if (path) await removeNode(this.target, session, path)
   }
 
