@@ -102,9 +102,9 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
   }
 
   async release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
-    // An attempt whose reply was lost may still have made a node on a live
-    // session: find it by its owner (in its name, as Curator's protected
-    // mode does) and remove it, again and again until the ensemble answers.
+    // A failed attempt may still have made a node on a live session (its reply lost, or its create sent late: the
+    // library keeps a request made while its session reconnects): find it by its owner (in its name, as Curator's
+    // protected mode does), after that create, and remove it, again and again until the ensemble answers.
     return this.slots.release(hold, this.clientId, () => this.removeOwn(hold))
   }
 
@@ -233,14 +233,8 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
     return mine && `${parent}/${mine}`
   }
 
-  /** Removes a node of an attempt's owner this client does not know of (made by an attempt whose reply was lost, or sent late). */
+  /** A node of a failed attempt's owner (see release): looked for on the session the attempt was sent on, whose requests run in order. */
   private async removeOwn(attempt: LockSpec & { readonly owner: string; readonly ttlMs?: number }): Promise<void> {
-    // Looked for on the session the attempt was sent on: the library keeps a
-    // request made while that session was reconnecting and sends it once it is
-    // back, after the attempt failed here by its deadline. A session runs its
-    // requests in the order sent, so this read comes after that create; on
-    // another session it may come first, find nothing, and leave the node to
-    // stand in line until the session ends. One whose session ended took it along.
     const session = attempt.ttlMs === undefined ? await this.sessions.admin() : await this.sessions.for(attempt.ttlMs, attempt.lockDelayMs)
     const path = await this.findOwn(session, parentOf(attempt.name), attempt.owner)
     if (path) await removeNode(this.target, session, path)
