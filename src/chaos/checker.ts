@@ -214,6 +214,21 @@ function looksHeld(events: readonly HistoryEvent[]): Finding[] {
  */
 const ownersShownPerClient = (store: string): boolean => store === 'http' || store.startsWith('http-')
 
+/**
+ * etcd keeps an election candidate's value bare (etcd's own election
+ * layout, docs/election.md), so only its own client names it by its owner
+ * (`<client id>.<hold id>`); every other client by its key
+ * (`etcd-lease:<lease hex>.<hold id>`). The two name one holder when the
+ * parts after the first dot agree; two views of one form must be equal.
+ */
+function sameHolder(a: string, b: string): boolean {
+  if (a === b) return true
+  const byKey = (holder: string) => holder.startsWith('etcd-lease:')
+  if (byKey(a) === byKey(b)) return false
+  const tail = (holder: string) => holder.slice(holder.indexOf('.') + 1)
+  return a.includes('.') && b.includes('.') && tail(a) === tail(b)
+}
+
 /** Two leaders in one term (as one observer saw it, where holders' names differ by observer); an observe stream going back. */
 function leaders(events: readonly HistoryEvent[], perClient: boolean): Finding[] {
   const found: Finding[] = []
@@ -225,7 +240,7 @@ function leaders(events: readonly HistoryEvent[], perClient: boolean): Finding[]
     const term = `${e.name}#${e.token}${perClient ? `@p${e.process}c${e.client}` : ''}`
     const known = holderOfTerm.get(term)
     if (e.holder !== undefined) {
-      if (known && known.holder !== e.holder && !reported.has(term)) {
+      if (known && !sameHolder(known.holder, e.holder) && !reported.has(term)) {
         reported.add(term)
         found.push({ property: 'two-leaders', at: e.at, involved: [known.holder, e.holder],
           evidence: `"${e.name}": term ${e.token} led by ${known.holder} (seen at ${t(known.at)}) and by ${e.holder} (seen at ${t(e.at)})` })
@@ -296,18 +311,16 @@ function leftovers(events: readonly HistoryEvent[]): Finding[] {
  * to the end of the run would both report it and hide every waiter behind it.
  */
 function starvedWaiters(history: History, intervals: readonly Interval[], boundMs: number): Finding[] {
-  const killedAt = new Map<number, number>()
+  // Each process's kills, in time order (a process may be killed again after it was started anew).
+  const killsOf = new Map<number, number[]>()
   for (const e of history.events) {
     const process = e.type === 'fault' && e.kind === 'client-kill' ? /^process (\d+)$/.exec(e.target)?.[1] : undefined
-    if (process !== undefined && !killedAt.has(Number(process))) killedAt.set(Number(process), e.at)
+    if (process !== undefined) killsOf.set(Number(process), [...(killsOf.get(Number(process)) ?? []), e.at].sort((a, b) => a - b))
   }
   const completedAt = new Map<string, number>()
   for (const e of history.events) if (e.type === 'complete') completedAt.set(e.op, e.at)
-  for (const e of history.events) {
-    if (e.type !== 'invoke' || completedAt.has(e.op)) continue
-    const killed = killedAt.get(e.process)
-    if (killed !== undefined && killed >= e.at) completedAt.set(e.op, killed)
-  }
+  // A wait never answered ends at the first kill of its process after it was asked, else at the run's end.
+  const endOf = (w: Invoke) => completedAt.get(w.op) ?? Math.min(killsOf.get(w.process)?.find((at) => at >= w.at) ?? Infinity, history.endedAt)
   const waits = history.events.filter((e): e is Invoke => e.type === 'invoke' && (e.kind === 'acquire' || e.kind === 'campaign'))
   // By name, each in time order: a long history on few names stays near-linear (it was quadratic over every name's holds).
   const holdsOf = groupBy(intervals, (i) => [i.name])
@@ -316,12 +329,12 @@ function starvedWaiters(history: History, intervals: readonly Interval[], boundM
   for (const list of waitsOf.values()) list.sort((a, b) => a.at - b.at)
   const found: Finding[] = []
   for (const w of waits) {
-    const until = completedAt.get(w.op) ?? history.endedAt
+    const until = endOf(w)
     for (const name of w.names) {
       let free = w.at
       for (const o of waitsOf.get(name)!) {
         if (o.at >= w.at) break
-        const done = completedAt.get(o.op) ?? history.endedAt
+        const done = endOf(o)
         if (done > w.at) free = Math.max(free, done)
       }
       for (const i of holdsOf.get(name) ?? []) {

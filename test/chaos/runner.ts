@@ -265,12 +265,12 @@ async function main(): Promise<void> {
     ...(values.primitives ? { primitives: values.primitives.split(',') as Primitive[] } : {}),
   })
   console.log(result.report)
-  // Warnings too: whether one is load or a defect is read from the history.
+  // Warnings too: whether one is load or a defect (a hang) is read from the history.
   if (result.verdict.violations.length + result.verdict.warnings.length > 0) console.log(keepHistory(store, seed, result.history))
   process.exitCode = result.verdict.violations.length === 0 ? 0 : 1
 }
 
-/** Writes a failing run's whole history (the evidence in full) where temporary files go; returns the line that says where. */
+/** Writes a failing (or warning) run's whole history (the evidence in full) where temporary files go; returns the line that says where. */
 export function keepHistory(store: string, seed: number, history: History): string {
   const dir = join(tmpdir(), 'baton-chaos-failures')
   mkdirSync(dir, { recursive: true })

@@ -48,7 +48,7 @@ export function etcdGateway(port: number, path: string, body: unknown = {}, time
 }
 
 /** Ready once the member answers a linearizable read (so the cluster has a leader). */
-const readyProbe = async (port: number): Promise<boolean> => {
+export const answersLinearizableRead = async (port: number): Promise<boolean> => {
   const reply = await etcdGateway(port, '/v3/kv/range', { key: Buffer.from('probe').toString('base64') })
   return typeof reply.header === 'object'
 }
@@ -74,7 +74,7 @@ export async function startEtcdCluster(size = 3): Promise<EtcdCluster> {
       // Faster elections than the WAN defaults, so a killed leader is replaced in well under a second.
       '--heartbeat-interval', '50', '--election-timeout', '500',
     ],
-    probe: readyProbe,
+    probe: answersLinearizableRead,
   })))
   const members: EtcdMember[] = servers.map((server, i) => Object.assign(server, {
     name: names[i]!,

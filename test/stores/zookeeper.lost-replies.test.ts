@@ -1,7 +1,8 @@
 /**
  * ZooKeeper under lost and stalled replies, through the harness's TCP proxy
  * in front of one real server: a node made by an attempt whose reply was
- * lost is found and removed, a waiter whose re-read failed after its watch
+ * lost is found and removed (also one the library sent late, after the
+ * attempt failed while its session reconnected), a waiter whose re-read failed after its watch
  * fired is still granted, and an endpoint that accepts and closes gives a
  * prompt typed error.
  */
@@ -119,6 +120,34 @@ describe('zookeeper: lost and stalled replies', () => {
     const reason = await aborted(holder.signal, ms(6000))
     assert.ok(dropped, 'the notice was dropped')
     assert.ok(isBatonError(reason, 'LEASE_LOST'), String(reason))
+  })
+
+  it('a create the library sends late, after its attempt failed while the session reconnected, is undone: no ghost stands in line', async () => {
+    const { baton, proxy } = await proxied({ commandTimeout: ms(1000) })
+    const other = await client(`zk://${zk.hosts}`)
+    const name = 'lost/late-create'
+    // The admin session (inspect) first, then the hold session (the acquire): each on its own connection.
+    await baton.inspect(name)
+    const adminConnections = new Set(proxy.connections())
+    const lock = baton.mutex(name, { ttl: ms(30_000) })
+    await (await lock.acquire()).release()
+    // New connections now land on an endpoint that closes them: the hold session,
+    // cut, keeps reconnecting (the library holds its requests until it is back); the admin session stays up.
+    const closer = createServer((socket) => socket.destroy())
+    await new Promise<void>((resolve) => closer.listen(0, '127.0.0.1', resolve))
+    try {
+      proxy.retarget((closer.address() as AddressInfo).port)
+      for (const c of proxy.connections()) if (!adminConnections.has(c)) c.destroy()
+      await sleep(ms(300)) // the library has seen its socket close: requests wait in its queue now, unsent
+      await assert.rejects(lock.acquire(), (e) => isBatonError(e))
+      await sleep(ms(500)) // the failed attempt's undo had its first go meanwhile
+    } finally {
+      proxy.retarget(zk.servers[0]!.port)
+      closer.close()
+    }
+    // Back: the hold session sends the create it kept, after the attempt failed. Its undo must find and remove that node.
+    const lease = await other.mutex(name).acquire({ wait: ms(15_000) })
+    await lease.release()
   })
 
   it('an endpoint that accepts and closes at once (maxClientCnxns): connect fails promptly with BACKEND_UNAVAILABLE', async () => {

@@ -102,10 +102,10 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
   }
 
   async release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
-    // An attempt whose reply was lost may still have made a node on a live
-    // session: find it by its owner (in its name, as Curator's protected
-    // mode does) and remove it, again and again until the ensemble answers.
-    return this.slots.release(hold, this.clientId, () => this.removeOwn(parentOf(hold.name), hold.owner))
+    // A failed attempt may still have made a node on a live session (its reply lost, or its create sent late: the
+    // library keeps a request made while its session reconnects): find it by its owner (in its name, as Curator's
+    // protected mode does), after that create, and remove it, again and again until the ensemble answers.
+    return this.slots.release(hold, this.clientId, () => this.removeOwn(hold))
   }
 
   async downgrade(hold: HoldRef): Promise<boolean> {
@@ -233,11 +233,10 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
     return mine && `${parent}/${mine}`
   }
 
-  /** Removes a node of `owner` this client does not know of (made by an attempt whose reply was lost). */
-  private async removeOwn(parent: string, owner: string): Promise<void> {
-    // Any live session may remove it; one whose session ended took it along.
-    const session = await this.sessions.admin()
-    const path = await this.findOwn(session, parent, owner)
+  /** A node of a failed attempt's owner (see release): looked for on the session the attempt was sent on, whose requests run in order. */
+  private async removeOwn(attempt: LockSpec & { readonly owner: string; readonly ttlMs?: number }): Promise<void> {
+    const session = attempt.ttlMs === undefined ? await this.sessions.admin() : await this.sessions.for(attempt.ttlMs, attempt.lockDelayMs)
+    const path = await this.findOwn(session, parentOf(attempt.name), attempt.owner)
     if (path) await removeNode(this.target, session, path)
   }
 

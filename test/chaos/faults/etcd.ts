@@ -1,13 +1,14 @@
 /**
  * The etcd chaos stores: one member (`etcd`), or three (`etcd-cluster`,
  * each member behind its own proxy) with a member killed (-9) and started
- * again on its data directory. A minority down keeps every property: no
- * exception covers it.
+ * again on its data directory, or two of them (a majority) lost for a few
+ * seconds. Neither keeps a property from holding: no exception covers them.
  */
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { startEtcd, startEtcdCluster, type EtcdCluster } from '../../harness/etcd.js'
+import { answersLinearizableRead, startEtcd, startEtcdCluster, type EtcdCluster } from '../../harness/etcd.js'
 import type { ChaosStore, StoreFault } from '../store.js'
+import { majorityLoss } from './majority.js'
 
 /** Watches older than the compacted revision are cancelled: the driver must watch again from now and re-read. */
 function compaction(etcd: EtcdCluster): StoreFault {
@@ -46,5 +47,6 @@ export async function startEtcdClusterStore(): Promise<ChaosStore> {
         await victim.restart({ downMs })
         return `${victim === leader ? 'leader' : 'follower'} ${victim.name} (:${victim.port}) killed (-9), down ${downMs} ms, started again on its data directory`
       },
+      'majority-loss': majorityLoss({ members: etcd.members, label: (m) => `${m.name} (:${m.port})`, serving: (m) => answersLinearizableRead(m.port) }),
     } }
 }

@@ -2,11 +2,13 @@
  * The ZooKeeper chaos stores: one server (`zookeeper`), or an ensemble of
  * three (`zookeeper-ensemble`, on demand: three JVMs are more than CI's two
  * cores carry beside the rest), and their faults: a client process's
- * sessions expired by the server, the leader killed.
+ * sessions expired by the server, the leader killed, two of three servers
+ * (a majority) lost for a few seconds.
  */
 import { fourLetter, startZookeeper, startZookeeperEnsemble, ZK_TICK_MS, type ZkEnsemble } from '../../harness/zookeeper.js'
 import { ms } from '../../harness/timing.js'
 import type { ChaosStore, StoreFault } from '../store.js'
+import { majorityLoss } from './majority.js'
 
 const sleep = (delay: number) => new Promise((resolve) => setTimeout(resolve, delay))
 
@@ -92,5 +94,7 @@ export async function startZookeeperEnsembleStore(): Promise<ChaosStore> {
         const rejoinedIn = await waitFor(`server ${old.id} following`, async () => (await zk.mode(old)) === 'follower')
         return `leader ${old.id} (:${old.port}) killed (-9); server ${next?.id} leads after ${electedIn} ms; the old leader started again, following after ${rejoinedIn} ms more`
       },
+      'majority-loss': majorityLoss({ members: zk.servers, label: (s) => `server ${s.id} (:${s.port})`,
+        serving: async (s) => ['leader', 'follower'].includes((await zk.mode(s)) ?? '') }),
     } }
 }
