@@ -30,6 +30,12 @@ export interface Interval {
 
 export function intervalsOf(events: readonly HistoryEvent[]): Interval[] {
   const grants = new Map<string, Grant[]>()
+  // A multi-lock's parts are granted with deadlines of their own (each
+  // name's store answer), so a part's is kept apart: the largest of them
+  // taken for every part gave a part that had lapsed the deadline of
+  // another, and a false two-holders (mysql seed 2902). A renewal is the
+  // whole lease's (for a set, its earliest part), and raises every part.
+  const partDeadline = new Map<string, number>()
   const deadline = new Map<string, number>()
   const ends = new Map<string, { at: number; by: string }>()
   const downgrades = new Map<string, number>()
@@ -45,7 +51,7 @@ export function intervalsOf(events: readonly HistoryEvent[]): Interval[] {
         break
       case 'grant':
         grants.set(e.lease, [...(grants.get(e.lease) ?? []), e])
-        deadline.set(e.lease, Math.max(deadline.get(e.lease) ?? 0, e.deadline))
+        partDeadline.set(`${e.lease}\0${e.name}`, Math.max(partDeadline.get(`${e.lease}\0${e.name}`) ?? 0, e.deadline))
         break
       case 'renew':
         deadline.set(e.lease, Math.max(deadline.get(e.lease) ?? 0, e.deadline))
@@ -60,10 +66,10 @@ export function intervalsOf(events: readonly HistoryEvent[]): Interval[] {
   }
   const intervals: Interval[] = []
   for (const [lease, parts] of grants) {
-    const limit = deadline.get(lease)!
     const end = ends.get(lease)
-    const [at, by] = end && end.at < limit ? [end.at, end.by] : [limit, 'deadline']
     for (const g of parts) {
+      const limit = Math.max(partDeadline.get(`${lease}\0${g.name}`)!, deadline.get(lease) ?? 0)
+      const [at, by] = end && end.at < limit ? [end.at, end.by] : [limit, 'deadline']
       const base = {
         lease, process: g.process, client: g.client, primitive: g.primitive, name: g.name,
         token: g.token, weight: g.weight, permits: g.permits, start: g.at, askedAt: invokedAt.get(g.op) ?? g.at,

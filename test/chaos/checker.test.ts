@@ -240,3 +240,15 @@ test('docs/faults.md shows the known exceptions table the checker uses', () => {
   const shown = /<!-- chaos-exceptions -->\n([\s\S]*?)\n<!-- \/chaos-exceptions -->/.exec(doc)?.[1]
   assert.equal(shown, renderExceptions(), 'docs/faults.md: rewrite the chaos-exceptions block from renderExceptions() (src/chaos/exceptions.ts)')
 })
+
+test('a multi-lock part ends at its own deadline, not at another part\'s later one', () => {
+  // As mysql seed 2902 showed: a set granted "a" until 1,000 ms and "b" until 2,000 ms, its process then killed.
+  const set: HistoryEvent[] = [
+    { type: 'invoke', ...actor(1), op: 'set-op', kind: 'acquire', primitive: 'multi', names: ['a', 'b'], at: 90 },
+    { type: 'complete', ...actor(1), op: 'set-op', at: 100, outcome: 'ok' },
+    { type: 'grant', ...actor(1), op: 'set-op', lease: 'set', primitive: 'multi', name: 'a', mode: 'exclusive', token: '5', weight: 1, permits: 1, at: 100, deadline: 1000 },
+    { type: 'grant', ...actor(1), op: 'set-op', lease: 'set', primitive: 'multi', name: 'b', mode: 'exclusive', token: '6', weight: 1, permits: 1, at: 100, deadline: 2000 },
+  ]
+  assert.deepEqual(check(history([...set, ...hold('l2', 'a', 7, 1500, 3000)])).violations, [])
+  assert.deepEqual(check(history([...set, ...hold('l2', 'b', 7, 1500, 3000)])).violations.map((f) => f.property), ['two-holders'])
+})
