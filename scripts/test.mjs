@@ -205,7 +205,10 @@ function runTests(node, testFiles, concurrency, { echo, env = {} }) {
     child.stdout.on('data', keep(process.stdout))
     child.stderr.on('data', keep(process.stderr))
     child.on('error', (error) => resolve({ code: 1, output: `${output}\n${error.message}`, seconds: 0, counts: {}, failedFiles: [] }))
-    child.on('exit', (code, signal) => resolve({
+    // 'close', not 'exit': the process may exit before its output is all
+    // read, and the reporter's closing counts are its last lines (a run
+    // under a load of 15 read none of them and printed "? tests").
+    child.on('close', (code, signal) => resolve({
       code: code ?? (signal ? 1 : 0), output, counts: countsOf(output), seconds: Math.round((Date.now() - started) / 1000),
       failedFiles: failedFilesOf(failedPath),
     }))
