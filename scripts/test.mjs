@@ -205,13 +205,22 @@ function runTests(node, testFiles, concurrency, { echo, env = {} }) {
     child.stdout.on('data', keep(process.stdout))
     child.stderr.on('data', keep(process.stderr))
     child.on('error', (error) => resolve({ code: 1, output: `${output}\n${error.message}`, seconds: 0, counts: {}, failedFiles: [] }))
-    // 'close', not 'exit': the process may exit before its output is all
-    // read, and the reporter's closing counts are its last lines (a run
-    // under a load of 15 read none of them and printed "? tests").
-    child.on('close', (code, signal) => resolve({
-      code: code ?? (signal ? 1 : 0), output, counts: countsOf(output), seconds: Math.round((Date.now() - started) / 1000),
-      failedFiles: failedFilesOf(failedPath),
-    }))
+    // The counts are read once the output is closed, not at exit: the
+    // process may exit before its output is all read, and the reporter's
+    // closing counts are its last lines (a run under a load of 15 read none
+    // of them and printed "? tests"). At most 10 s after the exit, though: a
+    // process a test left behind may hold the pipe open.
+    let settled = false
+    const finish = (code, signal) => {
+      if (settled) return
+      settled = true
+      resolve({
+        code: code ?? (signal ? 1 : 0), output, counts: countsOf(output), seconds: Math.round((Date.now() - started) / 1000),
+        failedFiles: failedFilesOf(failedPath),
+      })
+    }
+    child.on('exit', (code, signal) => setTimeout(() => finish(code, signal), 10_000).unref())
+    child.on('close', finish)
   })
 }
 
