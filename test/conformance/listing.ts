@@ -49,7 +49,9 @@ export function listing(ctx: SuiteContext): void {
       const awkward = ['a', 'a b', 'a!', 'a-b', 'a-b-c', 'a.b', 'a/', 'a/0', 'a/0/1', 'a/-', 'a/b', 'a/z', 'ab',
         'b', 'idle', 'p', 'p-', 'p-q', 'z', 'é', '日本', '\uff71', '\u{1f600}']
       const names = awkward.map((n) => prefix + n)
-      const leases = await Promise.all(names.map((n) => client.mutex(n).acquire()))
+      // Renewed: walking every page three times takes longer than the default
+      // ttl where a page is slow (a Cluster reads the index of every slot).
+      const leases = await Promise.all(names.map((n) => client.mutex(n).acquire({ autoExtend: true })))
       await leases[names.indexOf(`${prefix}idle`)]!.release()
       // Two waiters: a line of several entries, which a store may read in parts.
       const queued = `${prefix}a-b`
