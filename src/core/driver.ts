@@ -229,6 +229,20 @@ export interface ListPage {
   readonly limit?: number
 }
 
+/**
+ * What a release of an owner that holds nothing known (a failed or abandoned
+ * attempt: no token) names, so the store can remove whatever the attempt may
+ * still make (its reply lost, or the request sent late). `ttlMs` is the
+ * attempt's own: a store whose entries live on sessions by length
+ * (ZooKeeper) looks for the leftover on the very session the attempt was
+ * sent on, whose requests run in order behind it; a look on another session
+ * can run before a create the client library still holds and find nothing.
+ */
+export interface AttemptSpec extends LockSpec {
+  readonly owner: string
+  readonly ttlMs?: number
+}
+
 export interface Capabilities {
   /** fair: true keeps strict arrival order. */
   readonly fair: boolean
@@ -267,7 +281,7 @@ export interface Driver {
    * only a foreign release publishes. Stores whose releases only reach the
    * calling client's own holds (etcd, ZooKeeper, http) answer false there.
    */
-  release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean>
+  release(hold: HoldRef | AttemptSpec): Promise<boolean>
 
   /**
    * Routes store-side wake-ups for `owner` (a waiter or holder of `name`) to

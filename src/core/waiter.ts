@@ -1,4 +1,4 @@
-import type { AcquireRequest, AcquireResult, Driver, HolderSummary, LockSpec, Wake } from './driver.js'
+import type { AcquireRequest, AcquireResult, AttemptSpec, Driver, HolderSummary, Wake } from './driver.js'
 import { aborted, BatonError, invalidArgument, lockTimeout } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { safetyMarginMs } from './margin.js'
@@ -263,10 +263,10 @@ class Deadline {
 export type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
 /** The request as "an owner that may be waiting or may have been handed the lock": no token. */
-function waiterOf(request: AttemptRequest): LockSpec & { owner: string } {
+function waiterOf(request: AttemptRequest): AttemptSpec {
   return {
     name: request.name, kind: request.kind, mode: request.mode, fair: request.fair,
-    permits: request.permits, lockDelayMs: request.lockDelayMs, owner: request.owner,
+    permits: request.permits, lockDelayMs: request.lockDelayMs, owner: request.owner, ttlMs: request.ttlMs,
   }
 }
 

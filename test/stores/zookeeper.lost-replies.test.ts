@@ -145,7 +145,11 @@ describe('zookeeper: lost and stalled replies', () => {
       proxy.retarget(zk.servers[0]!.port)
       closer.close()
     }
-    // Back: the hold session sends the create it kept, after the attempt failed. Its undo must find and remove that node.
+    // Back: the hold session sends the create it kept, after the attempt failed. A probe on that
+    // same session (the same ttl) is answered only after it, so the late create has landed by
+    // the time the other client asks: it stands first in line unless the undo removed it.
+    // (Without this, the other's create could land first and hide the ghost behind it.)
+    await (await baton.mutex(`${name}-probe`, { ttl: ms(30_000) }).acquire({ wait: ms(15_000) })).release()
     const lease = await other.mutex(name).acquire({ wait: ms(15_000) })
     await lease.release()
   })

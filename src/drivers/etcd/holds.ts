@@ -1,5 +1,5 @@
 import { type Etcd3, EtcdLeaseInvalidError, type IRequestOp, type Watcher } from 'etcd3'
-import type { AcquireRequest, AcquireResult, ExtendResult, HoldRef, LockSpec } from '../../core/driver.js'
+import type { AcquireRequest, AcquireResult, AttemptSpec, ExtendResult, HoldRef } from '../../core/driver.js'
 import { weightOf } from '../../core/compat.js'
 import { conflictIn, encodeCandidateValue, encodeEntry, encodeNote, type LineEntry } from '../sequenced/line.js'
 import { busyIn, newSlot, Slots, STILL_REMOVING, type SlotStore } from '../sequenced/slots.js'
@@ -130,7 +130,7 @@ export class EtcdHolds implements SlotStore<EtcdSlot> {
     }))
   }
 
-  async release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
+  async release(hold: HoldRef | AttemptSpec): Promise<boolean> {
     // An attempt whose reply was lost may still have made a key on a live
     // lease: its key is known for each lease (`<lease>.<owner>`, as a retry
     // finds it), and it is deleted again and again until etcd answers.

@@ -1,5 +1,5 @@
 import type {
-  AcquireRequest, AcquireResult, Capabilities, Driver, ExtendResult, HoldRef, ListPage, LockInfo, LockSpec, Wake,
+  AcquireRequest, AcquireResult, AttemptSpec, Capabilities, Driver, ExtendResult, HoldRef, ListPage, LockInfo, Wake,
 } from '../../core/driver.js'
 
 /** Holds and waiters of a sequenced-line store, with the wake-up routes of their owners. */
@@ -27,7 +27,7 @@ export abstract class SequencedDriver implements Driver {
     return this.holds.extend(holds, ttlMs)
   }
 
-  release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
+  release(hold: HoldRef | AttemptSpec): Promise<boolean> {
     return this.holds.release(hold)
   }
 

@@ -1,4 +1,4 @@
-import type { AcquireResult, HoldMode, HoldRef, LockKind, LockSpec, Wake } from '../../core/driver.js'
+import type { AcquireResult, HoldMode, HoldRef, LockKind, AttemptSpec, Wake } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
 import { blockersOf, holdersIn, summaryOf, type LineEntry } from './line.js'
 
@@ -214,7 +214,7 @@ export class Slots<S extends Slot> {
    * made by an attempt whose reply was lost: `leftovers` removes it (see
    * removeLeftovers).
    */
-  async release(hold: HoldRef | (LockSpec & { readonly owner: string }), clientId: string, leftovers: () => Promise<void>): Promise<boolean> {
+  async release(hold: HoldRef | AttemptSpec, clientId: string, leftovers: () => Promise<void>): Promise<boolean> {
     const slot = this.get(hold.owner)
     if (!slot || slot.name !== hold.name) {
       if (!('token' in hold) && hold.owner.startsWith(`${clientId}.`)) await this.removeLeftovers(hold.owner, leftovers)

@@ -1,5 +1,5 @@
 import type { Event, Stat } from 'node-zookeeper-client'
-import type { AcquireRequest, AcquireResult, ExtendResult, HoldRef, LockSpec } from '../../core/driver.js'
+import type { AcquireRequest, AcquireResult, ExtendResult, HoldRef, AttemptSpec } from '../../core/driver.js'
 import { monotonicNow } from '../../core/clock.js'
 import { weightOf } from '../../core/compat.js'
 import { conflictIn, encodeEntry, encodeNote, type LineEntry } from '../sequenced/line.js'
@@ -101,7 +101,7 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
     }))
   }
 
-  async release(hold: HoldRef | (LockSpec & { readonly owner: string })): Promise<boolean> {
+  async release(hold: HoldRef | AttemptSpec): Promise<boolean> {
     // A failed attempt may still have made a node on a live session (its reply lost, or its create sent late: the
     // library keeps a request made while its session reconnects): find it by its owner (in its name, as Curator's
     // protected mode does), after that create, and remove it, again and again until the ensemble answers.
@@ -234,7 +234,7 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
   }
 
   /** A node of a failed attempt's owner (see release): looked for on the session the attempt was sent on, whose requests run in order. */
-  private async removeOwn(attempt: LockSpec & { readonly owner: string; readonly ttlMs?: number }): Promise<void> {
+  private async removeOwn(attempt: AttemptSpec): Promise<void> {
     const session = attempt.ttlMs === undefined ? await this.sessions.admin() : await this.sessions.for(attempt.ttlMs, attempt.lockDelayMs)
     const path = await this.findOwn(session, parentOf(attempt.name), attempt.owner)
     if (path) await removeNode(this.target, session, path)
