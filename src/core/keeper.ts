@@ -7,7 +7,7 @@ import { channels, type AcquireEvent } from './events.js'
 import { Hold, Lease } from './lease.js'
 import { newOwnerId, newSecretOwnerId } from './owner.js'
 import { scopeInFlow, type Reentry } from './reentrancy.js'
-import { obtain, WakeRoute, type AttemptRequest } from './waiter.js'
+import { attemptSpecOf, obtain, WakeRoute, type AttemptRequest } from './waiter.js'
 import { Watchdog } from './watchdog.js'
 
 export interface DetachedOptions extends Omit<TakeOptions, 'autoExtend' | 'reentrant'> {
@@ -160,7 +160,7 @@ export class Keeper {
     const request = attemptRequest(spec, owner, ttlMs, given !== undefined, description, value)
     const result = await this.driver.acquire(request).catch((error: unknown) => {
       // The attempt may still land after it failed here (a late answer): undo it, so no ghost holds the lock.
-      this.driver.release(request).catch(() => {})
+      this.driver.release(attemptSpecOf(request)).catch(() => {})
       throw error
     })
     if (result.status === 'conflict') throw invalidArgument(result.detail)

@@ -5,7 +5,7 @@ import { parseTtl, type Duration } from './duration.js'
 import { channels, type HoldEvent, type LostEvent } from './events.js'
 import { safetyMarginMs } from './margin.js'
 import { runHolding, scopeKey, Turns, type Reentry, type ScopedHold } from './reentrancy.js'
-import type { Grant } from './waiter.js'
+import { attemptSpecOf, type Grant } from './waiter.js'
 
 type HoldState = 'held' | 'released' | 'lost'
 
@@ -34,6 +34,13 @@ export class Hold implements ScopedHold {
   private lossReason: BatonError | undefined
   /** A renewal in flight; release waits for it so they never cross in the store. */
   renewing: Promise<unknown> | undefined
+  /**
+   * A renewal the store did not answer (a deadline, a dropped connection),
+   * with none answered since: it may still run in the store later (a stalled
+   * server works through what it was sent) and keep the hold there past the
+   * end counted here. See lose().
+   */
+  renewalInDoubt = false
   private lossTimer: NodeJS.Timeout | undefined
 
   constructor(
@@ -160,8 +167,14 @@ export class Hold implements ScopedHold {
       }
     }
     if (channels.lost.hasSubscribers) channels.lost.publish({ ...this.event(), error, expired } satisfies LostEvent)
-    // No release here: code that has not yet reacted to the signal may still
-    // be working, so the store keeps the hold to its end (and lock delay after).
+    // As a rule no release here: code that has not yet reacted to the signal
+    // may still be working, so the store keeps the hold to its end (and lock
+    // delay after). But a renewal left unanswered may land late and keep the
+    // hold a whole new ttl, nobody's (a hostile review: a stalled Redis ran an
+    // extend reported failed). Given back by owner, as a failed attempt is
+    // undone (re-sent until answered, behind the renewal); not with a lock
+    // delay, whose phantom must outlive an expiry.
+    if (expired && this.renewalInDoubt && this.ref.lockDelayMs === 0) this.driver.release(attemptSpecOf(this.ref)).catch(() => {})
   }
 
   /**
@@ -205,12 +218,16 @@ export class Hold implements ScopedHold {
     if (!this.active) throw this.notHeldError()
     this.keeper.checkOpen()
     const sentAt = monotonicNow()
-    const [result] = await this.driver.extend([this.ref], ttlMs)
+    const [result] = await this.driver.extend([this.ref], ttlMs).catch((error: unknown) => {
+      this.renewalInDoubt = true
+      throw error
+    })
     this.applyExtend(result!, sentAt, ttlMs)
     if (this.state !== 'held') throw this.notHeldError()
   }
 
   applyExtend(result: { status: 'extended'; ttlMs: number } | { status: 'lost' }, sentAt: number, ttlMs: number): void {
+    this.renewalInDoubt = false
     if (result.status === 'lost') return this.lose('the store no longer has it (it expired or was taken over)')
     if (this.state === 'lost') {
       // The renewal landed after this client declared the hold lost (and told

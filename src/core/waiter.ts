@@ -1,4 +1,4 @@
-import type { AcquireRequest, AcquireResult, AttemptSpec, Driver, HolderSummary, Wake } from './driver.js'
+import type { AcquireRequest, AcquireResult, AttemptSpec, Driver, HolderSummary, LockSpec, Wake } from './driver.js'
 import { aborted, BatonError, invalidArgument, lockTimeout } from './errors.js'
 import { monotonicNow } from './clock.js'
 import { safetyMarginMs } from './margin.js'
@@ -113,13 +113,13 @@ async function attempts(
     const result = await untilStopped(reply, signal, pastDeadline).catch((error: unknown) => {
       // The attempt may still reach the store after we gave up on it (a frozen
       // server answers late): undo it in order, so no ghost holds the lock.
-      driver.release(waiterOf(request)).catch(() => {})
+      driver.release(attemptSpecOf(request)).catch(() => {})
       throw error
     })
     if (result === STOPPED || result === PAST_DEADLINE) {
       // Aborted or out of time with the attempt in flight: answer now, and undo whatever
       // the attempt does in the store (a grant, a line entry) once it has landed.
-      const undo = () => driver.release(waiterOf(request)).catch(() => {})
+      const undo = () => driver.release(attemptSpecOf(request)).catch(() => {})
       let late: AcquireResult | undefined
       reply.then((answer) => { late = answer; return undo() }, undo)
       if (result === STOPPED) throw stoppedError(driver, request, aborted(request.name, signal!.reason), sent)
@@ -142,14 +142,14 @@ async function attempts(
         // loop): the store may have given the name to someone else since.
         // Never hand out a hold that is over; ask again while time is left.
         if (monotonicNow() >= deadline) {
-          if (nullIfBusy) { await driver.release(waiterOf(request)).catch(() => {}); return null }
+          if (nullIfBusy) { await driver.release(attemptSpecOf(request)).catch(() => {}); return null }
           return giveUp(driver, request, await timeout(undefined), sent)
         }
         // Give the spent hold back (nobody used it) before asking again: the
         // idempotent re-attempt would only confirm it, with what is left of
         // it, as fast as the store answers (on memory:// without ever letting
         // its expiry timer run) until it ran out.
-        await driver.release(waiterOf(request)).catch(() => {})
+        await driver.release(attemptSpecOf(request)).catch(() => {})
       }
       // A `lost` came while the attempt was in flight: the grant it reports may
       // be the hold that was just taken away. Ask again; the attempt is
@@ -263,10 +263,17 @@ class Deadline {
 export type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
 /** The request as "an owner that may be waiting or may have been handed the lock": no token. */
-function waiterOf(request: AttemptRequest): AttemptSpec {
+/**
+ * An owner's attempt (or hold) as its undo names it: by owner, without a
+ * token (the attempt's fate is unknown: a token of 0 would match no hold),
+ * with the attempt's ttl where known (see AttemptSpec).
+ */
+export function attemptSpecOf(request: LockSpec & { readonly owner: string; readonly ttlMs?: number }): AttemptSpec {
   return {
     name: request.name, kind: request.kind, mode: request.mode, fair: request.fair,
-    permits: request.permits, lockDelayMs: request.lockDelayMs, owner: request.owner, ttlMs: request.ttlMs,
+    permits: request.permits, lockDelayMs: request.lockDelayMs, owner: request.owner,
+    ...(request.weight !== undefined ? { weight: request.weight } : {}),
+    ...(request.ttlMs !== undefined ? { ttlMs: request.ttlMs } : {}),
   }
 }
 
@@ -307,7 +314,7 @@ function grantIn(wakes: Wake[] | undefined): Extract<Wake, { type: 'granted' }> 
  * raced with giving up, the release passes the lock on to the next in line.
  */
 async function giveUp(driver: Driver, request: AttemptRequest, error: BatonError, attempts: number): Promise<never> {
-  await driver.release(waiterOf(request)).catch(() => {
+  await driver.release(attemptSpecOf(request)).catch(() => {
     // The line entry then expires by itself within its queue ttl.
   })
   throw stoppedError(driver, request, error, attempts)

@@ -85,7 +85,10 @@ export class Watchdog {
         // Transport failure: try again soon; the loss timer decides when to give up.
         const now = monotonicNow()
         const again = now + Math.max(1, Math.min(ttlMs / 10, safetyMarginMs(ttlMs)))
-        for (const hold of group) this.retryAt.set(hold, again)
+        for (const hold of group) {
+          this.retryAt.set(hold, again)
+          hold.renewalInDoubt = true
+        }
         if (channels.renewFailed.hasSubscribers) {
           const failure = error instanceof Error ? error : new Error(String(error))
           for (const hold of group) {
