@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
 import { connect, isBatonError, type Baton } from '../../src/index.js'
 import type { HoldRef } from '../../src/core/driver.js'
-import { sleep, withTimeout } from '../conformance/context.js'
+import { aborted, sleep, withTimeout } from '../conformance/context.js'
 import { dropOnce, isPush, startProxy, type Proxy } from '../harness/proxy.js'
 import { redisCommand, startRedis, stopAll, type RedisServer } from '../harness/servers.js'
 import { ms } from '../harness/timing.js'
@@ -425,6 +425,58 @@ describe('redis: an attempt reported failed never takes effect later (ghost hold
     assert.equal((await (await client()).inspect(name))?.holders[0]?.owner, next.owner, 'the next holder still holds')
     assert.equal(next.signal.aborted, false)
     await next.release()
+  })
+
+  it('a forced release whose answer is lost with its connection is not sent again after the reconnect', async () => {
+    // A deadline long enough that ioredis, not the deadline, decides: it keeps a call that was
+    // out when its connection dropped and writes it again once reconnected.
+    const baton = await connect(`redis://127.0.0.1:${proxy.port}`, { commandTimeout: ms(30_000) })
+    clients.push(baton)
+    const other = await client()
+    const name = fresh('force-resent')
+    await other.mutex(name, { ttl: ms(60_000) }).acquire()
+    // The forced release runs; its answer (:1) is dropped with the connection, and the
+    // reconnect hangs in the paused proxy until the name has a new holder.
+    proxy.onReply(dropOnce((chunk) => {
+      if (chunk.toString('latin1') !== ':1\r\n') return false
+      proxy.pause()
+      return true
+    }))
+    let next
+    let forced: Promise<unknown>
+    try {
+      forced = baton.forceRelease(name).catch((e: unknown) => e)
+      await waitUntil(async () => (await other.inspect(name)) === null)
+      next = await other.mutex(name, { ttl: ms(60_000) }).acquire()
+    } finally {
+      proxy.onReply(undefined)
+      proxy.resume()
+    }
+    const outcome = await forced
+    assert.ok(isBatonError(outcome, 'BACKEND_UNAVAILABLE'), `the caller is told its answer was lost, got ${String(outcome)}`)
+    await baton.inspect(name) // a round trip on the reconnected connection, behind anything written again
+    assert.equal((await other.inspect(name))?.holders[0]?.owner, next.owner, 'the next holder still holds')
+    assert.equal(next.signal.aborted, false)
+    await next.release()
+  })
+
+  it('a renewal failed by its deadline that runs late is given back when the lease runs out', async () => {
+    const { baton, giveBacks } = await faultyClient()
+    const name = fresh('late-extend')
+    const lease = await baton.mutex(name, { ttl: ms(3000) }).acquire()
+    proxy.pause() // the renewal waits in the proxy past its deadline, then reaches Redis and runs
+    let error: unknown
+    try {
+      error = await lease.extend(ms(120_000)).catch((e: unknown) => e)
+    } finally {
+      proxy.resume()
+    }
+    assert.ok(isBatonError(error, 'BACKEND_UNAVAILABLE'), String(error))
+    await waitUntil(async () => ((await (await client()).inspect(name))?.holders[0]?.expiresAt ?? 0) > Date.now() + ms(30_000))
+    await aborted(lease.signal, ms(15_000)) // the lease ran out here: nobody uses the hold the late renewal kept
+    await waitUntil(async () => giveBacks.length > 0)
+    await Promise.all(giveBacks)
+    assert.equal(await (await client()).inspect(name), null, 'the hold the late renewal kept was given back')
   })
 
   it('an attempt that ran but whose reply was cut off is undone after the reconnect, though its give-back failed', async () => {

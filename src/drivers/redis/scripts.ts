@@ -37,6 +37,15 @@ export const SCRIPTS = {
 
 export type ScriptName = keyof typeof SCRIPTS
 
+/**
+ * Scripts that must never run twice: a forced release ends whoever holds
+ * the name, so a second run ends the next holder's hold too. Every other
+ * script is keyed by its owner, and runs again as a no-op. Sent alone
+ * (never in a batch), and never written again after a reconnect (see
+ * ScriptCommand.toWritable).
+ */
+const RUN_ONCE: ReadonlySet<ScriptName> = new Set(['forceRelease'])
+
 /** The source of a script with its includes expanded. */
 export function loadScript(file: string, seen: Set<string> = new Set()): string {
   if (seen.has(file)) throw new Error(`include cycle at ${file}.lua`)
@@ -222,6 +231,8 @@ const scriptsOnSocket = new WeakMap<object, Set<string>>()
 class ScriptCommand extends Command {
   /** Its caller was answered with an error (a deadline, a flushed queue): see toWritable. */
   private abandoned = false
+  /** The connection it was first written on. */
+  private writtenOn: { readonly destroyed?: boolean } | undefined
 
   constructor(private readonly script: LoadedScript, how: 'evalsha' | 'eval', args: (string | number)[]) {
     super(how, args, COMMAND_OPTIONS)
@@ -241,6 +252,18 @@ class ScriptCommand extends Command {
     // write can not be taken back from ioredis' queues, so it goes as a
     // PING, whose answer nobody reads. A call still awaited is written again
     // as before (the scripts are idempotent for their owner).
+    // A run-once script written on a connection that has closed since, its
+    // answer lost with it, may have run: ioredis would write it again after
+    // the reconnect (autoResendUnfulfilledCommands), where it would end a
+    // hold granted meanwhile (a hostile review: one forced release ended two
+    // holds). Its caller is told it failed instead. A Cluster redirect
+    // (MOVED, ASK) writes it on another node with the first connection still
+    // open: that one was refused unrun, and goes.
+    const first = this.writtenOn
+    if (first !== undefined && first !== socket && first.destroyed === true && RUN_ONCE.has(this.script.name) && !this.abandoned) {
+      this.reject(new Error('Connection is closed: the answer was lost with the connection, and a run-once script is not sent again (it may have run)'))
+    }
+    this.writtenOn ??= socket as { destroyed?: boolean }
     if (this.abandoned) {
       this.name = 'ping'
       this.args = []
@@ -294,7 +317,7 @@ export class Scripts {
 
   /** Runs a script on its keys then arguments, given as one array (every script takes one key). */
   runArgv(name: ScriptName, argv: readonly (string | number)[], batched = true): Promise<unknown> {
-    return this.batch && batched ? this.batch.run(name, argv) : this.send(this.byName.get(name)!, argv)
+    return this.batch && batched && !RUN_ONCE.has(name) ? this.batch.run(name, argv) : this.send(this.byName.get(name)!, argv)
   }
 
   /**
