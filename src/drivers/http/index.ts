@@ -6,6 +6,7 @@ import { invalidArgument } from '../../core/errors.js'
 import { monotonicNow, watchForStalls } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
 import { Api, unexpected } from './api.js'
+import { OneShotAttempts } from './attempts.js'
 import { serverApi } from './connection.js'
 import { Holds } from './holds.js'
 import { Inspector } from './inspect.js'
@@ -13,7 +14,7 @@ import { LeaderStreams } from './leader-stream.js'
 import { Polls } from './polls.js'
 import { Renewals } from './renewals.js'
 import { ClientSession } from './session.js'
-import { acquireBody, lockPath, notGranted, type GrantBody } from './wire.js'
+import { lockPath, notGranted, type GrantBody } from './wire.js'
 
 /**
  * `http://` / `https://`: a baton server as a store. One attempt is one
@@ -35,6 +36,7 @@ export class HttpDriver implements Driver {
   private readonly renewals: Renewals
   private readonly leaderStreams: LeaderStreams
   private readonly inspector: Inspector
+  private readonly attempts: OneShotAttempts
 
   constructor(private readonly api: Api, readonly capabilities: Capabilities, sessions = true) {
     this.holds = new Holds(api)
@@ -45,6 +47,7 @@ export class HttpDriver implements Driver {
     this.renewals = new Renewals(api, this.holds, this.session)
     this.leaderStreams = new LeaderStreams(api)
     this.inspector = new Inspector(api)
+    this.attempts = new OneShotAttempts(api)
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -57,7 +60,7 @@ export class HttpDriver implements Driver {
     if (mine) this.holds.forget(request.owner)
     if (this.polls.refresh(request.owner, request.queueTtlMs)) return { status: 'busy', retryAfterMs: request.queueTtlMs }
     if (!request.enqueue) {
-      const answer = await this.api.call<GrantBody>('POST', lockPath(request.name, '/acquire'), acquireBody(request, 0, undefined))
+      const answer = await this.attempts.send(request)
       return answer.ok ? this.holds.granted(request.owner, answer.body, request.ttlMs) : notGranted(answer.error)
     }
     return this.polls.start(request)
@@ -71,6 +74,8 @@ export class HttpDriver implements Driver {
   async release(hold: LockSpec & { owner: string }): Promise<boolean> {
     const waited = await this.polls.leave(hold.owner)
     const mine = this.holds.get(hold.owner)
+    // An owner with no lease known here: a failed attempt, whose lease (if it got one) is undone by its request id.
+    if (!mine && !('token' in hold)) await this.attempts.undo(hold.owner)
     if (!mine || ('token' in hold && hold.token !== mine.token && !waited)) return false
     // The lease id goes in the body, not the path: proxies log paths, and a lease id is a credential.
     const answer = await this.api.call<{ released: boolean }>('POST', '/v1/leases/release', { leaseId: mine.leaseId })
@@ -127,7 +132,7 @@ export class HttpDriver implements Driver {
 
   /** Leaves every line; held leases stay on the server until their ttl, like any client that goes away. */
   async close(): Promise<void> {
-    await this.polls.close()
+    await Promise.all([this.polls.close(), this.attempts.close()])
     this.holds.close()
     this.leaderStreams.close()
     this.api.close()
