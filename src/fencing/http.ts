@@ -39,6 +39,11 @@ export function encodeLockHeader(name: string): string {
 
 /** The lock name of a Baton-Lock header (the guard's side of encodeLockHeader). */
 export function decodeLockHeader(value: string): string {
+  // Only visible ASCII is the encoding's: raw UTF-8 bytes (a client from before it) reach
+  // Node as latin1 text, another name than the client meant, and so another fence.
+  if (!/^[\x21-\x7e]*$/.test(value)) {
+    throw invalidArgument(`${FENCING_LOCK_HEADER} must be visible ASCII: the lock name percent-encoded as UTF-8 (fencingHeaders(lease) does it), got ${JSON.stringify(value.slice(0, 64))}`)
+  }
   try {
     return decodeURIComponent(value)
   } catch {

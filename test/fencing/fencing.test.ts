@@ -403,6 +403,31 @@ describe('fencing tokens and their guards', () => {
       assert.match(await raw(['Baton-Lock: a', 'Baton-Fencing-Token: 5']), /^HTTP\/1\.1 200/)
     })
 
+    it('a raw UTF-8 lock header (a client from before the encoding) is refused with 400, never read as another name', async () => {
+      const fence = new HttpFence()
+      let ran = 0
+      const url = new URL(await listen(createServer(fence.handler((_req, res) => { ran++; res.end('ok') }))))
+      const send = (lock: Buffer, token: string): Promise<string> => new Promise((resolve, reject) => {
+        const socket = netConnect(Number(url.port), '127.0.0.1', () => {
+          socket.end(Buffer.concat([
+            Buffer.from('PUT / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\nBaton-Lock: '),
+            lock, Buffer.from(`\r\nBaton-Fencing-Token: ${token}\r\n\r\n`),
+          ]))
+        })
+        let text = ''
+        socket.on('data', (c) => (text += c))
+        socket.on('end', () => resolve(text))
+        socket.on('error', reject)
+      })
+      // Node reads header bytes as latin1: raw, 報告/daily would be another name, with a fence of its own.
+      assert.match(await send(Buffer.from(fencingHeaders({ name: '報告/daily', token: 10n })['Baton-Lock']!), '10'), /^HTTP\/1\.1 200/)
+      const stale = await send(Buffer.from('報告/daily', 'utf8'), '5')
+      assert.match(stale, /^HTTP\/1\.1 400/)
+      assert.match(stale, /visible ASCII/)
+      assert.equal(ran, 1)
+      assert.equal(await fence.fence.read('報告/daily'), 10n)
+    })
+
     it('keeps at most maxResources names, and a forgotten name\'s stale token is still refused', async () => {
       const fence = new HttpFence({ maxResources: 50 })
       const url = await listen(createServer(fence.handler((_req, res) => res.end('ok'))))
