@@ -8,6 +8,8 @@ import { Etcd3 } from 'etcd3'
 import zookeeper, { type Client } from 'node-zookeeper-client'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
+import { Cluster } from 'ioredis'
+import { startRedisCluster } from '../../test/harness/servers.js'
 import { closeRedis, openRedis } from '../peers/redis-client.js'
 import type { BenchContext } from '../types.js'
 import { storeUrl } from './consensus.js'
@@ -27,7 +29,7 @@ export interface ListingStore {
   close(): Promise<void>
 }
 
-export type ListingStoreId = 'redis' | 'postgres' | 'mysql' | 'etcd' | 'etcd-compacted' | 'zookeeper'
+export type ListingStoreId = 'redis' | 'redis-cluster' | 'postgres' | 'mysql' | 'etcd' | 'etcd-compacted' | 'zookeeper'
 
 export const IDLE_PREFIX = 'done/'
 
@@ -57,6 +59,35 @@ async function redisStore(ctx: BenchContext, tag: string): Promise<ListingStore>
     async close() {
       await keys(0, seeded, 'UNLINK')
       await closeRedis(admin)
+    },
+  }
+}
+
+/**
+ * A Redis Cluster of 3 masters of its own, started for this store: the same
+ * idle hold keys as redisStore, spread over every slot by their names, so
+ * written through a cluster client (auto-pipelined per master, 10,000 at a
+ * time) rather than by one script.
+ */
+async function redisClusterStore(ctx: BenchContext, tag: string): Promise<ListingStore> {
+  const cluster = await startRedisCluster(3)
+  const admin = new Cluster(cluster.nodes.map((node) => ({ host: '127.0.0.1', port: node.port })), { enableAutoPipelining: true })
+  admin.on('error', () => {})
+  const keys = (from: number, to: number, write: (key: string) => Promise<unknown>) =>
+    inChunks(from, to, 10_000, (at, end) => Promise.all(Array.from({ length: end - at }, (_, i) => write(`${tag}:{${IDLE_PREFIX}${at + i}}:x`))))
+  let seeded = 0
+  return {
+    label: 'Redis Cluster (3 masters)',
+    url: `${cluster.url}?prefix=${tag}`,
+    idleCounts: ctx.pick([250_000, 1_000_000], [20_000]),
+    idleNote: 'a hold key keeping the counter for fenceTtl, in its own slot',
+    async seedIdle(total) {
+      await keys(seeded, total, (key) => admin.set(key, '1700000000000000|-', 'PX', 3600000))
+      seeded = Math.max(seeded, total)
+    },
+    async close() {
+      admin.disconnect()
+      await cluster.stop()
     },
   }
 }
@@ -196,5 +227,5 @@ async function zookeeperStore(ctx: BenchContext, tag: string): Promise<ListingSt
 }
 
 export const LISTING_STORES: Record<ListingStoreId, (ctx: BenchContext, tag: string) => Promise<ListingStore>> = {
-  redis: redisStore, postgres: postgresStore, mysql: (ctx) => mysqlStore(ctx), etcd: etcdStore, 'etcd-compacted': (ctx, tag) => etcdStore(ctx, `${tag}c`, true), zookeeper: zookeeperStore,
+  redis: redisStore, 'redis-cluster': redisClusterStore, postgres: postgresStore, mysql: (ctx) => mysqlStore(ctx), etcd: etcdStore, 'etcd-compacted': (ctx, tag) => etcdStore(ctx, `${tag}c`, true), zookeeper: zookeeperStore,
 }

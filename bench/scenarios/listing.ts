@@ -4,7 +4,7 @@
  * (names released long ago keep their fencing counter for `fenceTtl`: a
  * busy deployment with one name per job has many). The same figure for
  * every store: each plugs in through a `ListingStore` (listing-stores.ts).
- * BENCH_LISTING=redis,postgres,mysql,etcd,zookeeper picks stores (default all).
+ * BENCH_LISTING=redis,redis-cluster,postgres,mysql,etcd,zookeeper picks stores (default all).
  * BENCH_LISTING_NAMES=flat holds `held-<i>` instead of `held/<i>` (on etcd,
  * names under a parent path cost a page more: docs/stores/etcd.md).
  */

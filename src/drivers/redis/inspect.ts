@@ -2,7 +2,8 @@ import type { HolderSummary, ListPage, LockInfo, WaiterSummary } from '../../cor
 import { compareNames, inspectInOrder, limitOf, namesOfPage } from '../../core/list.js'
 import { backendUnavailable } from '../../core/errors.js'
 import { weightField } from '../../core/compat.js'
-import type { Cluster } from 'ioredis'
+import type { Redis } from 'ioredis'
+import { ClusterIndex, rangeArgs, type IndexRange } from './cluster-list.js'
 import type { RedisClient, RedisTarget } from './connection.js'
 import { listedKey } from './keys.js'
 import { described, LETTER_KIND, LETTER_MODE, parseHolder, weightInSpec } from './members.js'
@@ -15,7 +16,12 @@ import type { NameScripts } from './name-scripts.js'
  * names it finds idle from the index.
  */
 export class Inspector {
-  constructor(private readonly scripts: NameScripts, private readonly client: RedisClient, private readonly target: RedisTarget) {}
+  /** On a Cluster, its per-slot indexes of names in use. */
+  private readonly clusterIndex: ClusterIndex | undefined
+
+  constructor(private readonly scripts: NameScripts, private readonly client: RedisClient, private readonly target: RedisTarget) {
+    this.clusterIndex = 'nodes' in client ? new ClusterIndex(client, target.keyPrefix) : undefined
+  }
 
   async inspect(name: string): Promise<LockInfo | null> {
     const [now, lastToken, holders, line] = (await this.scripts.call('inspect', name, [])) as [number, string, string[], string[]]
@@ -82,62 +88,26 @@ export class Inspector {
   /**
    * The first `count` (default all) listed names under `prefix` and after
    * `after`, in byte order: one ZRANGEBYLEX on a single Redis; on a Cluster
-   * one per slot (each slot has its own index, and each gives its first
-   * `count`, so the first `count` of them all are the index's), pipelined to
-   * each master for the slots it serves.
+   * one list-slots.lua call per master for the slots it serves, each giving
+   * the first `count` names of its slots' indexes (cluster-list.ts), so the
+   * first `count` of them all are the index's.
    */
   private async listed(prefix: string, after?: string, count?: number): Promise<string[]> {
     // "(" after the cursor, "[" from the prefix; 0xff never occurs in UTF-8, so "<prefix>\xff" bounds the prefix.
     const min = after !== undefined && compareNames(after, prefix) >= 0 ? `(${after}` : `[${prefix}`
     const max = prefix === '' ? '+' : Buffer.concat([Buffer.from(`(${prefix}`), Buffer.from([0xff])])
-    const range = count === undefined ? [min, max] as const : [min, max, 'LIMIT', 0, count] as const
+    const range: IndexRange = { min, max, count }
     const names = new Set<string>()
     const add = (found: unknown): void => {
       for (const name of found as string[]) names.add(name)
     }
     try {
-      if (!('nodes' in this.client)) {
-        add(await this.client.zrangebylex(listedKey(this.target.keyPrefix), ...(range as unknown as [string, string])))
-      } else {
-        await this.fromEverySlot(this.client, range, add)
-      }
+      if (this.clusterIndex) await this.clusterIndex.read(range, add)
+      else add(await (this.client as Redis).zrangebylex(listedKey(this.target.keyPrefix), ...rangeArgs(range)))
     } catch (cause) {
       throw backendUnavailable(`redis store at ${this.target.display}`, cause)
     }
     const sorted = namesOfPage(names, prefix, after === undefined ? undefined : { after })
     return count === undefined ? sorted : sorted.slice(0, count)
-  }
-
-  /**
-   * Every slot's index read on the master that serves it (one pipeline per
-   * master), its replies handed to `add`. A slot whose master this client
-   * has no connection to yet (its map of slots being refreshed), or that
-   * moved meanwhile, is read through the cluster client, which follows it.
-   */
-  private async fromEverySlot(cluster: Cluster, range: readonly (string | number | Buffer)[], add: (found: unknown) => void): Promise<void> {
-    const args = range as unknown as [string, string]
-    const key = (slot: number): string => listedKey(this.target.keyPrefix, slot)
-    const masters = new Map(cluster.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]))
-    const bySlotsNode = new Map<string, number[]>()
-    const elsewhere: number[] = []
-    for (let slot = 0; slot < 16384; slot++) {
-      const nodeKey = cluster.slots[slot]?.[0]
-      if (nodeKey === undefined || !masters.has(nodeKey)) elsewhere.push(slot)
-      else if (bySlotsNode.has(nodeKey)) bySlotsNode.get(nodeKey)!.push(slot)
-      else bySlotsNode.set(nodeKey, [slot])
-    }
-    const followed = async (slot: number): Promise<void> => add(await cluster.zrangebylex(key(slot), ...args))
-    await Promise.all([
-      ...[...bySlotsNode].map(async ([nodeKey, slots]) => {
-        const pipeline = masters.get(nodeKey)!.pipeline()
-        for (const slot of slots) pipeline.zrangebylex(key(slot), ...args)
-        const replies = (await pipeline.exec()) ?? []
-        await Promise.all(slots.map((slot, i) => {
-          const [error, found] = replies[i] ?? [new Error('no reply'), null]
-          return error ? followed(slot) : add(found)
-        }))
-      }),
-      ...elsewhere.map(followed),
-    ])
   }
 }

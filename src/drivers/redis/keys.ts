@@ -28,7 +28,18 @@ export const NAME_KEY_SUFFIXES = ['x', 'h', 'd', 't', 'q', 'qi', 'o', 'rq', 'rqi
  * name's slot), named by the slot's tag.
  */
 export function listedKey(prefix: string, slot?: number): string {
-  return slot === undefined ? `${prefix}:names` : `${prefix}:{${slotTag(slot)}}:names`
+  if (slot === undefined) return `${prefix}:names`
+  const { head, tail } = listedKeyParts(prefix)
+  return head + slotTag(slot) + tail
+}
+
+/**
+ * On a Cluster, the index key of a slot is `head + <slot tag> + tail`
+ * (listedKey): scripts/list-slots.lua builds the keys of many slots from
+ * their tags (slotTags) rather than being sent every key whole.
+ */
+export function listedKeyParts(prefix: string): { head: string; tail: string } {
+  return { head: `${prefix}:{`, tail: '}:names' }
 }
 
 /** On a Cluster, the index key a script on the name of `base` (baseKey) declares: the one of its slot. */
@@ -56,10 +67,15 @@ export function wakeChannelPrefix(prefix: string): string {
 }
 
 /** A short hash tag for each cluster slot, found once by search (about 160,000 CRC16s of short strings). */
-let slotTags: string[] | undefined
+let tagOfSlot: string[] | undefined
+
+/** The hash tag of each of `slots` (listedKeyParts). */
+export function slotTags(slots: readonly number[]): string[] {
+  return slots.map(slotTag)
+}
 
 function slotTag(slot: number): string {
-  if (!slotTags) {
+  if (!tagOfSlot) {
     const tags: string[] = new Array(16384)
     let found = 0
     for (let i = 0; found < 16384; i++) {
@@ -70,9 +86,9 @@ function slotTag(slot: number): string {
         found++
       }
     }
-    slotTags = tags
+    tagOfSlot = tags
   }
-  return slotTags[slot]!
+  return tagOfSlot[slot]!
 }
 
 /** The cluster slot of every key of `name` (they share the {name} hash tag). */

@@ -46,6 +46,29 @@ export type ScriptName = keyof typeof SCRIPTS
  */
 const RUN_ONCE: ReadonlySet<ScriptName> = new Set(['forceRelease'])
 
+/**
+ * Scripts sent to one Cluster node for many slots, not run on a name: a
+ * shebang first line (Redis >= 7 flags), so never compiled into batch.lua
+ * and never given a name's keys (clusterArgs). Their callers send them
+ * (EVALSHA, EVAL on NOSCRIPT) and fall back to plain commands when a node
+ * refuses them (cluster-list.ts).
+ */
+export const NODE_SCRIPTS = {
+  listSlots: { file: 'list-slots', numberOfKeys: 0 },
+} as const satisfies Record<string, ScriptSpec>
+
+const nodeScripts = new Map<keyof typeof NODE_SCRIPTS, { readonly sha: string; readonly lua: string }>()
+
+/** A node script's source and SHA1, read once per process. */
+export function nodeScript(name: keyof typeof NODE_SCRIPTS): { readonly sha: string; readonly lua: string } {
+  let script = nodeScripts.get(name)
+  if (!script) {
+    const lua = loadScript(NODE_SCRIPTS[name].file)
+    nodeScripts.set(name, (script = { sha: sha1(lua), lua }))
+  }
+  return script
+}
+
 /** The source of a script with its includes expanded. */
 export function loadScript(file: string, seen: Set<string> = new Set()): string {
   if (seen.has(file)) throw new Error(`include cycle at ${file}.lua`)
@@ -88,6 +111,7 @@ export function loadScripts(): readonly LoadedScript[] {
     return { name, sha: sha1(lua), numberOfKeys: spec.numberOfKeys, lua }
   })
   batchScript ??= loadBatch(loaded)
+  for (const name of Object.keys(NODE_SCRIPTS) as (keyof typeof NODE_SCRIPTS)[]) nodeScript(name)
   return loaded
 }
 
