@@ -10,7 +10,7 @@ import { startBatonServer, type BatonServer } from '../harness/baton-server.js'
 import { ms } from '../harness/timing.js'
 import { dropOnce, startProxy } from '../harness/proxy.js'
 import { freePort } from '../harness/ports.js'
-import { connect, isBatonError } from '../../src/index.js'
+import { connect, isBatonError, type Mutex } from '../../src/index.js'
 import { call, lockPath } from './client.js'
 
 let server: BatonServer
@@ -82,28 +82,33 @@ describe('http:// against a frozen server', () => {
     await proxy.close()
   })
 
-  it('a tryAcquire whose answer is lost with its connection leaves no holder: its request id undoes it', async () => {
-    const proxy = await startProxy(server.port)
-    const client = await connect(`http://127.0.0.1:${proxy.port}`, { commandTimeout: ms(1000) })
-    const name = `frozen/lost-grant/${Math.random().toString(36).slice(2)}`
-    const dead = await freePort()
-    // The grant's answer is dropped and its connection cut; the undo's first try finds nobody listening.
-    proxy.onReply(dropOnce((chunk) => {
-      if (!chunk.toString('latin1').includes('"leaseId"')) return false
-      proxy.retarget(dead)
-      return true
-    }))
-    let failed: unknown
-    try {
-      failed = await client.mutex(name, { ttl: ms(60_000) }).tryAcquire().catch((e: unknown) => e)
-    } finally {
-      proxy.onReply(undefined)
-    }
-    assert.ok(isBatonError(failed, 'BACKEND_UNAVAILABLE'), `the attempt whose answer was lost failed with ${String(failed)}`)
-    assert.equal((await call(server.base, 'GET', lockPath(name))).status, 200, 'the server granted it')
-    proxy.retarget(server.port)
-    await eventually('the lost grant undone', async () => (await call(server.base, 'GET', lockPath(name))).status === 404)
-    await client.close()
-    await proxy.close()
-  })
+  for (const [how, attempt] of [
+    ['a tryAcquire', (lock: Mutex) => lock.tryAcquire()],
+    ['an acquire({ wait }) on a free name', (lock: Mutex) => lock.acquire({ wait: ms(2000) })],
+  ] as const) {
+    it(`${how} whose answer is lost with its connection leaves no holder: its request id undoes it`, async () => {
+      const proxy = await startProxy(server.port)
+      const client = await connect(`http://127.0.0.1:${proxy.port}`, { commandTimeout: ms(1000) })
+      const name = `frozen/lost-grant/${Math.random().toString(36).slice(2)}`
+      const dead = await freePort()
+      // The grant's answer is dropped and its connection cut; the undo's first try finds nobody listening.
+      proxy.onReply(dropOnce((chunk) => {
+        if (!chunk.toString('latin1').includes('"leaseId"')) return false
+        proxy.retarget(dead)
+        return true
+      }))
+      let failed: unknown
+      try {
+        failed = await attempt(client.mutex(name, { ttl: ms(60_000) })).then(() => 'granted', (e: unknown) => e)
+      } finally {
+        proxy.onReply(undefined)
+      }
+      assert.ok(isBatonError(failed), `the attempt whose answer was lost failed, got ${String(failed)}`)
+      assert.equal((await call(server.base, 'GET', lockPath(name))).status, 200, 'the server granted it')
+      proxy.retarget(server.port)
+      await eventually('the lost grant undone', async () => (await call(server.base, 'GET', lockPath(name))).status === 404)
+      await client.close()
+      await proxy.close()
+    })
+  }
 })

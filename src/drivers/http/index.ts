@@ -6,7 +6,7 @@ import { invalidArgument } from '../../core/errors.js'
 import { monotonicNow, watchForStalls } from '../../core/clock.js'
 import type { StoreUrl } from '../../core/url.js'
 import { Api, unexpected } from './api.js'
-import { OneShotAttempts } from './attempts.js'
+import { LostAttempts } from './attempts.js'
 import { serverApi } from './connection.js'
 import { Holds } from './holds.js'
 import { Inspector } from './inspect.js'
@@ -36,18 +36,18 @@ export class HttpDriver implements Driver {
   private readonly renewals: Renewals
   private readonly leaderStreams: LeaderStreams
   private readonly inspector: Inspector
-  private readonly attempts: OneShotAttempts
+  private readonly attempts: LostAttempts
 
   constructor(private readonly api: Api, readonly capabilities: Capabilities, sessions = true) {
     this.holds = new Holds(api)
     this.session = new ClientSession(api, sessions, (digests) => {
       for (const digest of digests) this.holds.lost(digest, 'the baton server reports it lost at its session\'s keepalive (it expired or was taken)')
     })
-    this.polls = new Polls(api, this.session, this.holds, (request) => this.release(request))
+    this.attempts = new LostAttempts(api)
+    this.polls = new Polls(api, this.session, this.holds, (request) => this.release(request), this.attempts)
     this.renewals = new Renewals(api, this.holds, this.session)
     this.leaderStreams = new LeaderStreams(api)
     this.inspector = new Inspector(api)
-    this.attempts = new OneShotAttempts(api)
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -74,7 +74,7 @@ export class HttpDriver implements Driver {
   async release(hold: LockSpec & { owner: string }): Promise<boolean> {
     const waited = await this.polls.leave(hold.owner)
     const mine = this.holds.get(hold.owner)
-    // An owner with no lease known here: a failed attempt, whose lease (if it got one) is undone by its request id.
+    // An owner with no lease known here: a failed one-shot attempt, whose lease (if it got one) is undone by its request id.
     if (!mine && !('token' in hold)) await this.attempts.undo(hold.owner)
     if (!mine || ('token' in hold && hold.token !== mine.token && !waited)) return false
     // The lease id goes in the body, not the path: proxies log paths, and a lease id is a credential.

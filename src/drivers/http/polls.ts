@@ -6,6 +6,7 @@ import type { Holds } from './holds.js'
 import { drain, nextAnswer, readLines } from './ndjson.js'
 import { ownersByDigest } from './owners.js'
 import type { ClientSession } from './session.js'
+import { LostAttempts } from './attempts.js'
 import { acquireBody, lockPath, notGranted, type GrantBody } from './wire.js'
 
 /** A waiting acquire: one streamed request that is in the server's line. */
@@ -23,6 +24,7 @@ interface Poll {
 
 /** A poll's opened request: the response and its first line. */
 interface Opened {
+  name: string
   response: Response
   lines: AsyncGenerator<unknown>
   first: unknown
@@ -45,6 +47,8 @@ export class Polls {
     private readonly holds: Holds,
     /** Gives back a grant that came when nobody waited for it any more. */
     private readonly release: (request: AcquireRequest) => Promise<unknown>,
+    /** Undoes a waiting request whose stream broke: it may have been granted (see LostAttempts). */
+    private readonly lostAttempts: LostAttempts,
   ) {}
 
   /** The owner's waiting request is still out: the core's refresh keeps it in line. False when it has none. */
@@ -77,10 +81,12 @@ export class Polls {
     const waitId = randomBytes(18).toString('base64url')
     const controller = new AbortController()
     const session = await this.session.current()
-    const opened = this.openPoll(request, waitId, session, controller.signal)
+    const body = { ...acquireBody(request, POLL_WAIT_MS, session), waitId, requestId: LostAttempts.newRequestId() }
+    const opened = this.openPoll(request.name, body, controller.signal)
     let late: NodeJS.Timeout | undefined
     const inTime = await Promise.race([opened, new Promise<undefined>((resolve) => (late = setTimeout(() => resolve(undefined), this.api.timeoutMs)))])
       .catch((cause: unknown) => {
+        this.lostAttempts.lost(request.name, body)
         throw backendUnavailable('baton server', cause)
       })
       .finally(() => clearTimeout(late))
@@ -89,7 +95,10 @@ export class Polls {
       // request may be in line, so it stays open as this owner's poll; its answer
       // comes as a wake-up, and the core's deadline bounds the wait.
       const seen: { digest?: string } = {}
-      const done = opened.then((first) => this.restOfPoll(request.owner, first, seen), () => null)
+      const done = opened.then((first) => this.restOfPoll(request.owner, first, seen, controller.signal, body), () => {
+        if (!controller.signal.aborted) this.lostAttempts.lost(request.name, body)
+        return null
+      })
       this.watchPoll(request, { waitId, controller, done, stale: undefined as unknown as NodeJS.Timeout, ttlMs: request.ttlMs, session }, seen)
       return { status: 'busy', retryAfterMs: request.queueTtlMs }
     }
@@ -109,26 +118,28 @@ export class Polls {
     }
     // In line: the rest of the stream is heartbeats, then the grant (or the end of the wait).
     const seen: { digest?: string } = {}
-    const done = this.restOfPoll(request.owner, inTime, seen)
+    const done = this.restOfPoll(request.owner, inTime, seen, controller.signal, body)
     this.watchPoll(request, { waitId, controller, done, stale: undefined as unknown as NodeJS.Timeout, ttlMs: request.ttlMs, session }, seen)
     return { status: 'busy', retryAfterMs: request.queueTtlMs }
   }
 
   /** Sends the waiting request; resolves with its first line (undefined if none). */
-  private async openPoll(request: AcquireRequest, waitId: string, session: string | undefined, signal: AbortSignal): Promise<Opened> {
-    const response = await this.api.fetch(lockPath(request.name, '/acquire'), {
+  private async openPoll(name: string, body: Record<string, unknown>, signal: AbortSignal): Promise<Opened> {
+    const response = await this.api.fetch(lockPath(name, '/acquire'), {
       method: 'POST',
       headers: this.api.headers({ 'content-type': 'application/json', accept: 'application/x-ndjson' }),
-      body: JSON.stringify({ ...acquireBody(request, POLL_WAIT_MS, session), waitId }),
+      body: JSON.stringify(body),
       signal,
     })
     const lines = readLines(response)
     const next = await lines.next()
-    return { response, lines, first: next.done ? undefined : next.value }
+    return { name, response, lines, first: next.done ? undefined : next.value }
   }
 
   /** The grant a poll's stream ends with, or null; `seen.digest`: the owner digest of its "in line" line. */
-  private async restOfPoll(owner: string, opened: Opened, seen: { digest?: string }): Promise<GrantBody | null> {
+  private async restOfPoll(
+    owner: string, opened: Opened, seen: { digest?: string }, cancelled: AbortSignal, body: Record<string, unknown> & { requestId: string },
+  ): Promise<GrantBody | null> {
     const { response, lines } = opened
     const first = opened.first as { state?: string; owner?: string; leaseId?: string; error?: unknown } | undefined
     try {
@@ -141,10 +152,12 @@ export class Polls {
         seen.digest = first.owner
         ownersByDigest.set(first.owner, owner)
       }
-      const body = await nextAnswer(lines)
+      const answer = await nextAnswer(lines)
       await drain(lines)
-      return body?.leaseId ? (body as GrantBody) : null
+      return answer?.leaseId ? (answer as GrantBody) : null
     } catch {
+      // The stream broke, not by our cancel: a grant on it may be lost.
+      if (!cancelled.aborted) this.lostAttempts.lost(opened.name, body)
       return null
     }
   }
