@@ -6,7 +6,7 @@ import { conflictIn, encodeEntry, encodeNote, type LineEntry } from '../sequence
 import { busyIn, newSlot, Slots, STILL_REMOVING, type SlotStore } from '../sequenced/slots.js'
 import { Parents } from './parents.js'
 import { ALIVE_ROOT, aliveMarkerOf, parentOf, SEQUENCE, tokenOf, type ZkLines } from './paths.js'
-import { CreateMode, errorCode, Exception, zkDiagnosis, type ZkSession, type ZkTarget } from './session.js'
+import { CreateMode, errorCode, Exception, sessionInterrupted, zkDiagnosis, type ZkSession, type ZkTarget } from './session.js'
 import { guarded, removeNode, type SessionEvents, type ZkSessions } from './sessions.js'
 import type { ZkSlot } from './slot.js'
 
@@ -54,10 +54,18 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
     const note = encodeNote({ description: request.description, value: request.value, alive: alive?.path })
     // A retry finds its node by its owner: never one this client is still removing.
     if (request.retry && !(await this.slots.settled(request.owner))) return STILL_REMOVING
-    const found = request.retry ? await this.findOwn(session, parent, request.owner) : undefined
-    const { path, children, parentStat } = found
-      ? { path: found, ...await this.readParent(session, parent) }
-      : await this.createEntry(session, parent, `${encodeEntry(request)}-`, note)
+    let entry: { path: string; children: string[]; parentStat: Stat }
+    try {
+      const found = request.retry ? await this.findOwn(session, parent, request.owner) : undefined
+      entry = found ? { path: found, ...await this.readParent(session, parent) } : await this.createEntry(session, parent, `${encodeEntry(request)}-`, note)
+    } catch (error) {
+      // A waiter's retry caught by its session's connection dropping (a paused process resumed as its
+      // session ends): ask again soon, on the session as it is then, as Curator retries on CONNECTION_LOSS
+      // (its node, if made, is found by its owner). A first attempt, or a silent ensemble, fails as before.
+      if (request.retry && sessionInterrupted(error)) return { status: 'busy', retryAfterMs: 100 }
+      throw error
+    }
+    const { path, children, parentStat } = entry
     const own = path.slice(parent.length + 1)
     if (!children.includes(own)) return { status: 'busy', retryAfterMs: 1 } // removed at once (forced): try again
     const line = this.lines.parse(parent, children)
@@ -195,9 +203,8 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
     }
   }
 
-  private async readParent(session: ZkSession, parent: string): Promise<{ children: string[]; parentStat: Stat }> {
-    const { children, stat } = await this.guard(session.childrenWithStat(parent))
-    return { children, parentStat: stat }
+  private readParent(session: ZkSession, parent: string): Promise<{ children: string[]; parentStat: Stat }> {
+    return this.guard(session.childrenWithStat(parent)).then(({ children, stat }) => ({ children, parentStat: stat }))
   }
 
   /** Arms the watch that tells a holder of a forced release; sent after the grant, not waited for. */
@@ -253,11 +260,7 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
     await removeNode(this.target, slot.session, slot.id)
   }
 
-  /**
-   * The node stays in its place for the delay, then this client removes it.
-   * Should this client die first, its session (longer than the ttl by the
-   * delay, see sessionFor) ends no sooner than the delay would.
-   */
+  /** The node stays in its place for the delay, then goes; should this client die first, its session (ttl + delay) ends no sooner. */
   async keepForLockDelay(slot: ZkSlot): Promise<void> {
     const timer = setTimeout(() => {
       this.delays.delete(timer)
@@ -296,11 +299,10 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
   }
 
   /**
-   * The hold's own ttl, but never past what the session surely covers (its
-   * last answered request + its timeout): the session is as long as the ttl,
-   * so a grant by a watch, with the last heartbeat a while ago, is counted
-   * short. A hold extended beyond its session's length (a node can not move
-   * to a longer session) keeps its own ttl, as before.
+   * The hold's own ttl, never past what the session surely covers (its last
+   * answered request + its timeout): a grant by a watch, the last heartbeat a
+   * while ago, is counted short. A hold extended beyond its session's length
+   * (a node can not move sessions) keeps its own ttl.
    */
   ttlLeft(slot: ZkSlot): number {
     const own = slot.endsAt - monotonicNow()
@@ -374,12 +376,10 @@ export class ZkHolds implements SlotStore<ZkSlot>, SessionEvents {
   }
 
   /**
-   * On close: this client's nodes go now (closing the sessions would take
-   * them too), then the parents of the names it used, each only if empty
-   * (ZooKeeper refuses to remove a node with children: another client's
-   * entries keep theirs), so a clean close leaves no empty parent behind.
-   * Bounded by the command timeout: a silent ensemble is not waited for
-   * (a parent left then is removed by the next client that empties it).
+   * On close: this client's nodes go now, then the parents of the names it
+   * used, each only if empty (ZooKeeper refuses a node with children), so a
+   * clean close leaves no empty parent. Bounded by the command timeout: a
+   * parent left by a silent ensemble goes with the next client to empty it.
    */
   private async tidyUp(nodes: readonly ZkSlot[], names: readonly string[]): Promise<void> {
     const work = (async () => {

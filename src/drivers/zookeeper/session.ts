@@ -93,6 +93,12 @@ export function errorCode(error: unknown): number | undefined {
   return error instanceof Exception ? error.getCode() : undefined
 }
 
+/** A request (or its BatonError) failed because its session's connection dropped or the session ended: not for want of an answer. */
+export function sessionInterrupted(error: unknown): boolean {
+  const code = errorCode(error instanceof BatonError && error.cause !== undefined ? error.cause : error)
+  return code === Exception.CONNECTION_LOSS || code === Exception.SESSION_EXPIRED
+}
+
 /**
  * One ZooKeeper session of this client. Its entries (ephemeral nodes) live as
  * long as the session. `confirmedAt` is when the last answered request was
