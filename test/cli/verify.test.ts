@@ -323,6 +323,15 @@ describe('verify: the checks (the chaos checker, and what verify adds)', () => {
     assert.deepEqual(effectOf(fault, events, [], calls, 2000), { holdsLost: 1, violations: 0, failedCalls: 1, recoveredAfterMs: 1000 })
   })
 
+  it('a violation seen long after a fault but spanning it counts in that fault\'s effect', () => {
+    const fault: Fault = { type: 'fault', kind: 'fault-cmd', target: 'redis restart', at: 500, healedAt: 800 }
+    const finding = (at: number, since?: number) => ({ property: 'token-order' as const, at, evidence: 'e', involved: [], ...(since === undefined ? {} : { since }) })
+    // A token below one granted at 300, seen at 9,000 (the name's next grant after the counter restarted).
+    assert.equal(effectOf(fault, [], [finding(9000, 300)], [], 2000).violations, 1)
+    // Nothing spanning the window: one that ended before the fault, one that began after it.
+    assert.equal(effectOf(fault, [], [finding(400, 100), finding(9000, 5000), finding(9000)], [], 2000).violations, 0)
+  })
+
   it('the history clock is one clock for every process of the machine', () => {
     // CLOCK_MONOTONIC (process.hrtime) read in a child falls between two reads in this process.
     const before = historyNow()

@@ -109,7 +109,11 @@ export function stallsOf(faults: readonly Fault[], grants: readonly number[], ou
 export interface FaultEffect {
   /** Holds whose holder saw its lease's signal fire (lost, and told). */
   readonly holdsLost: number
-  /** Safety violations found in the window (two holders and the like). */
+  /**
+   * Safety violations found in the window (two holders and the like), and
+   * those spanning it: a token below one granted before the fault is seen
+   * only at the name's next grant, which may come long after it healed.
+   */
   readonly violations: number
   /** Calls the store did not answer in the window. */
   readonly failedCalls: number
@@ -125,7 +129,7 @@ export function effectOf(fault: Fault, events: readonly HistoryEvent[], violatio
   const recovered = events.find((e) => e.type === 'grant' && e.at > answeredFrom)
   return {
     holdsLost: new Set(events.filter((e) => e.type === 'loss' && within(e.at)).map((e) => e.type === 'loss' ? e.lease : '')).size,
-    violations: violations.filter((v) => within(v.at)).length,
+    violations: violations.filter((v) => (v.since ?? v.at) <= healed + afterMs && v.at >= fault.at).length,
     failedCalls: failed.length,
     ...(recovered === undefined ? {} : { recoveredAfterMs: Math.round(recovered.at - fault.at) }),
   }
