@@ -1,5 +1,6 @@
 // A node:test reporter for scripts/test.mjs, beside the spec reporter: writes
-// one JSON line per test file that did not pass — a failing test, or the file
+// one JSON line per test file with how long it ran, and for one that did not
+// pass (`passed: false`) why — a failing test, or the file
 // itself failing (its process exited non-zero, was killed at the timeout, or
 // outlived its tests: test/harness/linger.ts) — with the reason and the
 // linger line if one was printed. The run's summary counts and names these
@@ -23,10 +24,14 @@ export default async function* failedFiles(source) {
     if (event.type === 'test:stderr' && /still running .* after its tests/.test(event.data.message ?? '')) {
       lingering.set(file, String(event.data.message).split('\n')[0].trim())
     }
-    if (event.type === 'test:complete' && name === file && event.data.details?.passed === false) {
+    if (event.type !== 'test:complete' || name !== file) continue
+    const seconds = Math.round((event.data.details?.duration_ms ?? 0) / 100) / 10
+    if (event.data.details?.passed === false) {
       const type = event.data.details.error?.failureType
       const reason = REASONS[type] ?? String(event.data.details.error?.message ?? type ?? 'failed').split('\n')[0].slice(0, 200)
-      yield `${JSON.stringify({ file, reason, ...(lingering.has(file) ? { lingering: lingering.get(file) } : {}) })}\n`
+      yield `${JSON.stringify({ file, passed: false, seconds, reason, ...(lingering.has(file) ? { lingering: lingering.get(file) } : {}) })}\n`
+    } else {
+      yield `${JSON.stringify({ file, passed: true, seconds })}\n`
     }
   }
 }

@@ -176,11 +176,18 @@ const FAILED_FILES_REPORTER = fileURLToPath(new URL('./failed-files-reporter.mjs
 let runs = 0
 
 /** The files of a run that failed, as failed-files-reporter.mjs wrote them. */
-function failedFilesOf(path) {
+function fileResultsOf(path) {
   if (!existsSync(path)) return []
   const files = readFileSync(path, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line))
   rmSync(path, { force: true })
   return files.map((f) => ({ ...f, file: f.file.replace(/^.*?dist\/test\//, '') }))
+}
+
+/** The files that failed, and the slowest ones (what a whole run's time is made of). */
+function filesOf(results) {
+  const failedFiles = results.filter((f) => f.passed === false).map(({ passed, ...f }) => f)
+  const slowest = results.filter((f) => f.seconds > 0).sort((a, b) => b.seconds - a.seconds).slice(0, 10).map((f) => ({ file: f.file, seconds: f.seconds }))
+  return { failedFiles, slowest }
 }
 
 /** One test-runner process; its output goes to the terminal (echo) or is kept for later. */
@@ -216,7 +223,7 @@ function runTests(node, testFiles, concurrency, { echo, env = {} }) {
       settled = true
       resolve({
         code: code ?? (signal ? 1 : 0), output, counts: countsOf(output), seconds: Math.round((Date.now() - started) / 1000),
-        failedFiles: failedFilesOf(failedPath),
+        ...filesOf(fileResultsOf(failedPath)),
       })
     }
     child.on('exit', (code, signal) => setTimeout(() => finish(code, signal), 10_000).unref())
@@ -238,12 +245,13 @@ function describe(label, files, result) {
     `${label}: ${result.counts.tests ?? '?'} tests in ${files.length} files, ${result.counts.pass ?? 0} passed, ${result.counts.fail ?? 0} failed${cancelled}, ` +
       `${result.counts.skipped ?? 0} skipped, ${failedFiles.length} file(s) failed${unexplained}, in ${result.seconds} s`,
     ...failedFiles.map((f) => `  failed: ${f.file}: ${f.lingering ?? f.reason}`),
+    ...(result.slowest?.length ? [`  slowest files: ${result.slowest.map((f) => `${f.file} ${Math.round(f.seconds)} s`).join(', ')}`] : []),
   ].join('\n')
 }
 
 const main = await runTests(process.execPath, files, jobs, { echo: true })
 const lines = [describe(`Node ${process.versions.node}`, files, main)]
-const summary = { node: process.versions.node, jobs, timing, files: files.length, filtered: filters.length > 0, ...main.counts, failedFiles: main.failedFiles, seconds: main.seconds, others: [] }
+const summary = { node: process.versions.node, jobs, timing, files: files.length, filtered: filters.length > 0, ...main.counts, failedFiles: main.failedFiles, slowest: main.slowest, seconds: main.seconds, others: [] }
 let failed = main.code !== 0
 
 if (others.length > 0) {
@@ -263,7 +271,7 @@ if (others.length > 0) {
       console.log(`\n── Node ${version}: failed; its output ──\n${result.output}`)
     }
     lines.push(describe(`Node ${version}`, subset, result))
-    summary.others.push({ node: version, files: subset.length, ...result.counts, failedFiles: result.failedFiles, seconds: result.seconds, passed: result.code === 0 })
+    summary.others.push({ node: version, files: subset.length, ...result.counts, failedFiles: result.failedFiles, slowest: result.slowest, seconds: result.seconds, passed: result.code === 0 })
   }
 }
 
