@@ -1,5 +1,5 @@
 /**
- * test/harness/linger.ts and scripts/failed-files-reporter.mjs: a test file
+ * test/harness/linger.ts and scripts/file-results-reporter.mjs: a test file
  * whose process outlives its tests fails within seconds, naming what keeps it
  * alive, and the run counts it as a failed file — instead of passing every
  * test and being killed at the 300 s timeout as "0 failed".
@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const LINGER = new URL('./linger.js', import.meta.url).href
-const REPORTER = fileURLToPath(new URL('../../../scripts/failed-files-reporter.mjs', import.meta.url))
+const REPORTER = fileURLToPath(new URL('../../../scripts/file-results-reporter.mjs', import.meta.url))
 
 function runFile(source: string, beside: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string; failed: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'baton-linger-'))
@@ -52,15 +52,21 @@ test('a file kept alive after its tests by a forgotten interval fails at once, n
   assert.match(output, /lingers\.test\.mjs: still running \d+ s after its tests, kept alive by .*Timeout/)
   assert.match(output, /an interval of 60000 ms, made at .*lingers\.test\.mjs.*keepAliveProbe/)
   assert.match(output, /a timer of 120000 ms, made at .*lingers\.test\.mjs.*reconnectLater/)
-  const line = JSON.parse(failed.trim()) as { file: string; reason: string; lingering?: string }
+  const line = JSON.parse(failed.trim()) as { file: string; passed: boolean; reason: string; lingering?: string }
   assert.match(line.file, /lingers\.test\.mjs$/)
+  assert.equal(line.passed, false)
   assert.match(line.lingering ?? '', /still running/)
 })
 
 test('a file that exits when its tests are done is not touched', async () => {
   const { code, stdout, stderr, failed } = await runFile("import { test } from 'node:test'\ntest('passes', () => { setTimeout(() => {}, 100) })\n")
   assert.equal(code, 0, stdout + stderr)
-  assert.equal(failed.trim(), '')
+  // The reporter records every file (its time feeds the run's 'slowest files'); this one as passed.
+  const lines = failed.trim().split('\n').map((l) => JSON.parse(l) as { file: string; passed: boolean; reason?: string })
+  assert.equal(lines.length, 1)
+  assert.match(lines[0]!.file, /lingers\.test\.mjs$/)
+  assert.equal(lines[0]!.passed, true)
+  assert.equal(lines[0]!.reason, undefined)
 })
 
 test('a file whose test fails in a shared suite is counted as that file, not as the suite\'s module', async () => {
@@ -68,8 +74,9 @@ test('a file whose test fails in a shared suite is counted as that file, not as 
     'suite.mjs': "import { describe, it } from 'node:test'\nexport function suite() { describe('shared', () => { it('fails', () => { throw new Error('boom') }) }) }\n",
   })
   assert.equal(code, 1)
-  const lines = failed.trim().split('\n').map((l) => JSON.parse(l) as { file: string; reason: string })
+  const lines = failed.trim().split('\n').map((l) => JSON.parse(l) as { file: string; passed: boolean; reason: string })
   assert.equal(lines.length, 1)
   assert.match(lines[0]!.file, /lingers\.test\.mjs$/)
+  assert.equal(lines[0]!.passed, false)
   assert.match(lines[0]!.reason, /a test failed/)
 })

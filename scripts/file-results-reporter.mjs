@@ -16,7 +16,7 @@ const REASONS = {
   hookFailed: 'a hook failed',
 }
 
-export default async function* failedFiles(source) {
+export default async function* fileResults(source) {
   const lingering = new Map()
   for await (const event of source) {
     const { file, name } = event.data ?? {}
