@@ -70,6 +70,7 @@ export function check(history: History, options: CheckOptions = {}): Verdict {
     ...staleWrites(history.events),
     ...lostUpdates(history.events),
     ...looksHeld(history.events),
+    ...renewedAfterLapse(history.events),
     ...leaders(history.events, ownersShownPerClient(history.store)),
     ...skippedTerms(history.events, history.ttlMs * 2 + OBSERVE_RETRY_CAP_MS),
     ...leftovers(history.events),
@@ -201,6 +202,19 @@ function looksHeld(events: readonly HistoryEvent[]): Finding[] {
     seen.add(e.lease)
     found.push({ property: 'looks-held-after-deadline', at: e.at, involved: [e.lease],
       evidence: `${e.lease} (${what.get(e.lease) ?? '?'}, p${e.process}c${e.client}) read at ${t(e.at)}: remainingMs() 0, yet ${e.stillHeld ? 'held true' : ''}${e.stillHeld && e.stillNotAborted ? ' and ' : ''}${e.stillNotAborted ? 'signal not aborted' : ''} ${e.recheckedAfterMs.toFixed(1)} ms later` })
+  }
+  return found
+}
+
+/** An extend that resolved as renewed, the lease having no time left when it did (read after a pause longer than the lease). */
+function renewedAfterLapse(events: readonly HistoryEvent[]): Finding[] {
+  const seen = new Set<string>()
+  const found: Finding[] = []
+  for (const e of events) {
+    if (e.type !== 'renew' || e.deadline > e.at || seen.has(e.lease)) continue
+    seen.add(e.lease)
+    found.push({ property: 'renewed-after-lapse', at: e.at, involved: [e.lease],
+      evidence: `${e.lease} (p${e.process}c${e.client}): extend() resolved at ${t(e.at)} as renewed, with remainingMs() 0: an answer read after the lease lapsed` })
   }
   return found
 }

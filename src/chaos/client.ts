@@ -205,7 +205,9 @@ export async function runClient(s: ClientSettings): Promise<void> {
         events.push({ at: plan.extendAt, run: async () => {
           const target = 'lease' in current ? current.lease : current
           const r = await op('extend', plan.primitive, names, () => target.extend(), id)
-          if (!r.error) s.record({ type: 'renew', ...actor, lease: id, at: historyNow(), deadline: historyNow() + probed.remainingMs() })
+          // One reading: a renewal that resolved with no time left is recorded as such (the checker's renewed-after-lapse).
+          const at = historyNow()
+          if (!r.error) s.record({ type: 'renew', ...actor, lease: id, at, deadline: at + probed.remainingMs() })
         } })
       }
       if (plan.downgradeAt !== undefined && plan.primitive === 'rwlock') {

@@ -8,7 +8,7 @@
 /** What the checker checks; each violation is of one of these. */
 export type Property =
   | 'two-holders' | 'over-permits' | 'reader-beside-writer' | 'two-leaders' | 'observer-order' | 'observer-skipped-term'
-  | 'token-order' | 'stale-write' | 'lost-update' | 'looks-held-after-deadline' | 'leftover-state' | 'waiter-starved' | 'ghost-grant' | 'loss-unnoticed'
+  | 'token-order' | 'stale-write' | 'lost-update' | 'looks-held-after-deadline' | 'renewed-after-lapse' | 'leftover-state' | 'waiter-starved' | 'ghost-grant' | 'loss-unnoticed'
 
 export interface KnownException {
   /** Store kinds it applies to (as the chaos runner and `baton verify` name them). */

@@ -54,6 +54,8 @@ export function intervalsOf(events: readonly HistoryEvent[]): Interval[] {
         partDeadline.set(`${e.lease}\0${e.name}`, Math.max(partDeadline.get(`${e.lease}\0${e.name}`) ?? 0, e.deadline))
         break
       case 'renew':
+        // One with no time left (an extend that resolved after the lease lapsed) extends nothing: renewed-after-lapse.
+        if (e.deadline <= e.at) break
         deadline.set(e.lease, Math.max(deadline.get(e.lease) ?? 0, e.deadline))
         break
       case 'end':

@@ -220,10 +220,16 @@ export class Hold implements ScopedHold {
     const sentAt = monotonicNow()
     const [result] = await this.driver.extend([this.ref], ttlMs).catch((error: unknown) => {
       this.renewalInDoubt = true
+      // Lapsed by the time the failure is read: that is the answer, whatever the transport said.
+      if (!this.active) throw this.notHeldError()
       throw error
     })
     this.applyExtend(result!, sentAt, ttlMs)
-    if (this.state !== 'held') throw this.notHeldError()
+    // `active`, not the state alone: an answer read after a pause (SIGSTOP, a
+    // GC) longer than the lease renewed a hold that has lapsed since, counted
+    // from when the call was sent, before the loss timer had its turn. Said
+    // 'renewed', its caller would work on for another ttl beside the next holder.
+    if (!this.active) throw this.notHeldError()
   }
 
   applyExtend(result: { status: 'extended'; ttlMs: number } | { status: 'lost' }, sentAt: number, ttlMs: number): void {

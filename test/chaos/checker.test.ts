@@ -78,6 +78,14 @@ test('a lease that still says held with no time left', () => {
   assert.deepEqual(v.violations.map((f) => f.property), ['looks-held-after-deadline'])
 })
 
+test('an extend that resolved with no time left: a violation, and no time added to the hold', () => {
+  // l1's extend was read after a pause (deadline = at: remainingMs() 0) while l2 held the name.
+  const v = check(history([...hold('l1', 'a', 1, 10, 1010, 3000), ...hold('l2', 'a', 2, 1500, 2500, 2600),
+    { type: 'renew', ...actor(1), lease: 'l1', at: 2700, deadline: 2700 }]))
+  assert.deepEqual(v.violations.map((f) => f.property), ['renewed-after-lapse'])
+  assert.match(v.violations[0]!.evidence, /extend\(\) resolved at .* as renewed, with remainingMs\(\) 0/)
+})
+
 test('a known exception excuses a violation near its fault, and says so; none on a store it does not cover', () => {
   const events = [...hold('l1', 'a', 1, 10, 3000), ...hold('l2', 'a', 2, 1500, 2500, 2600),
     { type: 'fault', kind: 'store-restart', target: 'redis', at: 1400, healedAt: 1450 } as HistoryEvent]

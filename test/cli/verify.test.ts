@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { ms } from '../harness/timing.js'
 import { startBaton } from './baton-cli.js'
-import { seconds, verify } from './verify-run.js'
+import { historyOfViolations, seconds, verify } from './verify-run.js'
 import { startRedis, redisCommand, stopAll } from '../harness/servers.js'
 import { effectOf, outagesOf, stallsOf, unavailableCalls, type Unavailable } from '../../src/cli/verify/history.js'
 import { historyNow } from '../../src/cli/verify/clock.js'
@@ -29,8 +29,16 @@ describe('baton verify', () => {
   it('runs every workload on Redis: the chaos plans through the chaos client, judged by the chaos checker', async () => {
     const redis = await startRedis()
     for (const workload of ['mutex', 'fair', 'rwlock', 'semaphore', 'election', 'multi', 'mixed']) {
-      const { code, report } = await verify(redis.url, ['--workload', workload, '--seed', '7', '--workers', '2', '--seconds', seconds(5), '--ttl', '1s', '--pause', '2s', '--kill', '3s', '--json'])
-      assert.deepEqual(report.violations, [], `${workload}: no violation`)
+      const historyFile = workload === 'mutex' ? join(mkdtempSync(join(tmpdir(), 'baton-verify-history-')), 'history.json') : undefined
+      const { code, report } = await verify(redis.url, ['--workload', workload, '--seed', '7', '--workers', '2', '--seconds', seconds(5), '--ttl', '1s', '--pause', '2s', '--kill', '3s', '--json',
+        ...(historyFile === undefined ? [] : ['--history', historyFile])])
+      assert.deepEqual(report.violations, [], `${workload}: no violation${historyOfViolations(report)}`)
+      assert.equal(report.historyFile, historyFile, 'a history is written when asked for (or after a violation)')
+      if (historyFile !== undefined) {
+        const history = JSON.parse(readFileSync(historyFile, 'utf8')) as History
+        assert.equal(history.seed, 7)
+        assert.equal(new Set(history.events.flatMap((e) => e.type === 'grant' ? [e.lease] : [])).size, report.holds, 'every hold is in the history')
+      }
       assert.equal(report.workload, workload)
       assert.equal(report.seed, 7)
       assert.deepEqual(report.primitives, workload === 'mixed' ? ['mutex', 'fair', 'rwlock', 'semaphore', 'election', 'multi'] : [workload])
@@ -72,6 +80,12 @@ describe('baton verify', () => {
     for (const token of overlap.tokens) assert.match(overlap.evidence, new RegExp(`token ${token}`))
     assert.match(overlap.knownLimit ?? '', /restarts empty/, 'the documented limit of a Redis without persistence is said beside it, not as an excuse')
     assert.ok(report.faults.some((f) => f.kind === 'fault-cmd' && f.effect.violations > 0), `the fault that let them in says so: ${JSON.stringify(report.faults)}`)
+    // The evidence in full is kept without being asked for, and checks the same again.
+    assert.ok(report.historyFile !== undefined && existsSync(report.historyFile), `the history is kept: ${report.historyFile}`)
+    const history = JSON.parse(readFileSync(report.historyFile, 'utf8')) as History
+    assert.equal(history.seed, report.seed)
+    assert.ok(history.events.some((e) => e.type === 'fault'), 'its faults are in it')
+    assert.ok(check(history).violations.some((v) => v.property === 'two-holders'), 'the checker finds the same overlap in it')
   })
 
   it('catches two holders on a Redis wiped mid-run, with their tokens, and the fenced counter refuses the stale holder', async () => {
@@ -223,7 +237,7 @@ describe('baton verify', () => {
 
   it('refuses bad input with exit 2', async () => {
     for (const args of [['--workers', '1'], ['--ttl', '1s', '--hold', '2s'], ['--seconds', 'soon'], ['--pause', '-1'], ['--workload', 'queue'],
-      ['--fault-every', '5s'], ['--fault-cmd', ' '], ['--seed', 'x']]) {
+      ['--fault-every', '5s'], ['--fault-cmd', ' '], ['--seed', 'x'], ['--history', '/nonexistent-dir/h.json'], ['--history', '']]) {
       const { code, stderr } = await startBaton(['verify', '--store', 'redis://127.0.0.1:1', ...args]).finished
       assert.equal(code, 2, `${args.join(' ')}: ${stderr}`)
       assert.match(stderr, /baton verify: /)

@@ -39,6 +39,18 @@ export async function holdAll(client: Baton, name: string, ttl: number) {
   return { ...holds, look, remainingMs }
 }
 
+/**
+ * Renews each hold now (the lease, the leadership's lease, the set); resolves
+ * with how each call ended: 'extended', or the error's code. A renewal sent
+ * before a pause and read after it must never say 'extended' for a hold that
+ * lapsed meanwhile: the caller would take it for another ttl.
+ */
+export function renewAll(holds: Holds): Promise<{ what: string; outcome: string }[]> {
+  const calls: [string, Promise<void>][] = [['lease', holds.lease.extend()], ['set', holds.set.extend()]]
+  if (holds.leadership) calls.push(['leadership', holds.leadership.lease.extend()])
+  return Promise.all(calls.map(async ([what, call]) => ({ what, outcome: await call.then(() => 'extended', (e: { code?: string }) => e.code ?? String(e)) })))
+}
+
 /** Each look of a paused holder is made on holds of its own, so no look is helped by an earlier one. */
 export const LOOKS = ['sync', 'immediate', 'timer'] as const
 

@@ -15,7 +15,7 @@ import { ms } from '../harness/timing.js'
  */
 export function pausedHolders(ctx: SuiteContext): void {
   describe('a paused holder', () => {
-    it('frozen (SIGSTOP) past its lease while another takes over: its first looks say lapsed (lease, leadership, multi set)', async (t) => {
+    it('frozen (SIGSTOP) past its lease while another takes over: its first looks say lapsed, and a renewal in flight says lost (lease, leadership, multi set)', async (t) => {
       if (!ctx.harness.crossProcess) return t.skip('this store lives in one process: the synchronous-step test covers it')
       const stat = await readFile('/proc/self/stat', 'utf8').catch(() => undefined)
       if (stat === undefined) return t.skip('no /proc to see that the worker stopped')
@@ -27,7 +27,7 @@ export function pausedHolders(ctx: SuiteContext): void {
       // A bound, not a measure: stores with a lease floor (etcd, ZooKeeper) let go later than the ttl.
       const wait = ms(40_000)
       const taken = []
-      for (const when of LOOKS) {
+      for (const when of [...LOOKS, 'extend']) {
         taken.push(
           await other.mutex(`${name}/${when}`).acquire({ wait }),
           ...(elects(other) ? [await other.election(`${name}/${when}/leader`).campaign({ wait })] : []),
@@ -39,6 +39,11 @@ export function pausedHolders(ctx: SuiteContext): void {
         const prefix = `look ${when} `
         assertLapsed(when, JSON.parse((await frozen.line(prefix)).slice(prefix.length)) as Look[])
       }
+      // Renewals sent as it stopped, answered (by the store, or by the client
+      // after the pause): none may say it renewed a hold that lapsed.
+      const renewed = JSON.parse((await frozen.line('renewed ')).slice('renewed '.length)) as { what: string; outcome: string }[]
+      assert.ok(renewed.length >= 2, 'a lease and a multi set (and a leadership where the store offers elections)')
+      for (const { what, outcome } of renewed) assert.equal(outcome, 'LEASE_LOST', `the ${what}'s renewal read after the pause said ${outcome}`)
       for (const hold of taken) await hold.release()
     })
 

@@ -9,7 +9,7 @@ import diagnostics_channel from 'node:diagnostics_channel'
 import { connect } from '../../src/index.js'
 import { unhurried } from '../harness/clients.js'
 import type { WorkerTask } from './context.js'
-import { holdAll, LOOKS } from './lapse.js'
+import { holdAll, LOOKS, renewAll } from './lapse.js'
 
 const task = JSON.parse(process.argv[2]!) as WorkerTask & { url: string }
 const baton = await connect(task.url, unhurried())
@@ -84,12 +84,16 @@ switch (task.task) {
     // timer and an immediate already due. The sync look is the first code
     // after the stop; the timer falls due before any of the client's own.
     const holds = Object.fromEntries(await Promise.all(LOOKS.map(async (when) => [when, await holdAll(baton, `${task.name}/${when}`, task.ttl)] as const)))
+    // And holds whose renewals are in flight as it stops: their answers are read after the pause.
+    const extending = await holdAll(baton, `${task.name}/extend`, task.ttl)
     const look = (when: (typeof LOOKS)[number]) => console.log(`look ${when} ${JSON.stringify(holds[when]!.look())}`)
     setTimeout(() => look('timer'), 1)
     setImmediate(() => look('immediate'))
+    const renewals = renewAll(extending)
     console.log('stopping')
     process.kill(process.pid, 'SIGSTOP')
     look('sync')
+    void renewals.then((outcomes) => console.log(`renewed ${JSON.stringify(outcomes)}`))
     await new Promise(() => {}) // until killed
     break
   }

@@ -7,6 +7,7 @@
  * src/chaos/checker.ts judges safety (exit 1), and the history says apart
  * when the store did not answer and what each fault did (exit 69).
  */
+import { writeFileSync } from 'node:fs'
 import { parseDuration, parseStoreUrl } from '../../internal-api.js'
 import { EXIT, intFlag, JSON_OPTION, parse, print, STORE_OPTION, storeUrl, toJson, UsageError, type Command } from '../common.js'
 import { WORKLOADS, type WorkerSettings, type Workload } from '../verify/protocol.js'
@@ -14,7 +15,7 @@ import { runWorker } from '../verify/worker.js'
 import { exitStatusOf, formatReport } from '../verify/report.js'
 import { primitivesOf, probeStore, runVerification, type Settings } from '../verify/run.js'
 
-const USAGE = 'usage: baton verify --store URL [--workload W] [--workers N] [--seconds S] [--ttl T] [--hold T] [--pause EVERY] [--kill EVERY] [--fault-cmd SHELL --fault-every EVERY] [--seed N] [--no-fencing] [--json]'
+const USAGE = 'usage: baton verify --store URL [--workload W] [--workers N] [--seconds S] [--ttl T] [--hold T] [--pause EVERY] [--kill EVERY] [--fault-cmd SHELL --fault-every EVERY] [--seed N] [--no-fencing] [--json] [--history FILE]'
 
 const HELP = `${USAGE}
 
@@ -67,6 +68,8 @@ options (a bare number of seconds, or 500ms, 2m, ...):
   --no-fencing     the resource accepts every token: shows what a lock alone
                    can not prevent (a holder paused past its ttl writes last)
   --json           the report as JSON (for CI)
+  --history FILE   write the whole history (every call, grant and fault) as
+                   JSON; a run with a violation writes it anyway, and says where
 
 examples:
   baton verify --store redis://10.0.0.5:6379
@@ -75,6 +78,16 @@ examples:
     --fault-cmd 'redis-cli -h 10.0.0.5 -p 26379 SENTINEL FAILOVER mymaster' --fault-every 20s
 
 Details and a worked example per store: docs/verify.md`
+
+/** Said before the run, not after a minute of it: the history file can be written. */
+function writableOrUsage(path: string): void {
+  if (path.trim() === '') throw new UsageError('--history is empty')
+  try {
+    writeFileSync(path, '')
+  } catch (error) {
+    throw new UsageError(`--history ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+  }
+}
 
 /** A CLI duration: a bare number is seconds, as in flock and timeout(1). */
 function durationArg(value: string, flag: string, allowZero = false): number {
@@ -93,7 +106,7 @@ export const verify: Command = {
       ...STORE_OPTION, ...JSON_OPTION,
       workload: { type: 'string' }, workers: { type: 'string' }, seconds: { type: 'string' }, ttl: { type: 'string' }, hold: { type: 'string' },
       pause: { type: 'string' }, kill: { type: 'string' }, 'fault-cmd': { type: 'string' }, 'fault-every': { type: 'string' }, seed: { type: 'string' },
-      'no-fencing': { type: 'boolean' },
+      'no-fencing': { type: 'boolean' }, history: { type: 'string' },
     }, { min: 0, max: 0, names: '' })
     if (!parsed) { print(HELP); return EXIT.ok }
     const v = parsed.values
@@ -116,7 +129,9 @@ export const verify: Command = {
       seed: v.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(v.seed) >>> 0,
       fencing: !v['no-fencing'],
       json: v.json === true,
+      historyFile: v.history,
     }
+    if (settings.historyFile !== undefined) writableOrUsage(settings.historyFile)
     if (settings.holdMs >= settings.ttlMs) throw new UsageError(`--hold (${settings.holdMs} ms) must be shorter than --ttl (${settings.ttlMs} ms): workers renew nothing`)
     const offered = await probeStore(settings.url)
     const primitives = primitivesOf(settings.workload, offered, parseStoreUrl(settings.url).display)

@@ -58,6 +58,8 @@ export interface VerifyReport {
   workerFailures: string[]
   /** Calls that failed in a worker this run paused, during the pause or within two leases after it: the pause's doing, not the store's. */
   failedCallsAfterOwnPause: number
+  /** Where the run's whole history was written (with --history, or after a violation). */
+  historyFile?: string
   /** No violation and no worker failure. */
   passed: boolean
 }
@@ -125,6 +127,7 @@ export function formatReport(r: VerifyReport): string {
     }
     if (r.violations.length > shown.length) lines.push(`  … and ${r.violations.length - shown.length} more (--json lists all)`)
   }
+  if (r.historyFile !== undefined) lines.push(`history: ${r.historyFile}`)
   if (r.workload !== 'counter') lines.push(`replay this plan: --workload ${r.workload} --seed ${r.seed} --workers ${r.workers}`)
   return lines.join('\n')
 }

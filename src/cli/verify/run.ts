@@ -5,7 +5,7 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseStoreUrl } from '../../internal-api.js'
@@ -35,6 +35,8 @@ export interface Settings {
   seed: number
   fencing: boolean
   json: boolean
+  /** Where to write the whole history; unset, a run with a violation writes it to the temporary directory. */
+  historyFile: string | undefined
 }
 
 export function primitivesOf(workload: Workload, offered: readonly Primitive[], store: string): Primitive[] {
@@ -257,6 +259,11 @@ export async function runVerification(settings: Settings, primitives: Primitive[
   // Verify asks whether YOUR deployment is safe: a known exception of the
   // store is said beside the violation, never excuses it.
   const violations: Finding[] = [...verdict.violations, ...verdict.excused].sort((a, b) => a.at - b.at)
+  // The evidence in full (every call, grant, renewal and fault, on one
+  // monotonic clock): a violation is decided from it, so one is never lost
+  // with the run's temporary files.
+  const historyFile = settings.historyFile ?? (violations.length > 0 ? join(tmpdir(), `baton-verify-${settings.seed}-${process.pid}.json`) : undefined)
+  if (historyFile !== undefined) writeFileSync(historyFile, JSON.stringify(history))
 
   // Three leases and two seconds cover the waiters' own retries on a loaded machine.
   const progressWindowMs = longestLeaseMs * 3 + 2000
@@ -329,6 +336,7 @@ export async function runVerification(settings: Settings, primitives: Primitive[
     stalls: stalls.map((f) => ({ kind: 'no-progress', evidence: `no progress: nothing was granted within ${progressWindowMs} ms after the ${f.kind} of ${f.target} ended at ${s(since(f.healedAt ?? f.at))}` })),
     workerFailures: failures,
     failedCallsAfterOwnPause: calls.filter((e) => afterOwnPause(faults, e, afterPauseMs)).length,
+    ...(historyFile === undefined ? {} : { historyFile }),
     passed: false,
   }
   // A store that never answered is unavailability, said as such; one that
