@@ -171,14 +171,6 @@ module.exports = new Proxy(function () {}, {
 })`,
       loader: 'js',
     }))
-    // On its first connection ioredis reads its package.json (relative to the
-    // module, so the wrong file once bundled) with fs.promises, which loads a
-    // dozen modules, for the version it reports in CLIENT SETINFO: give it the version.
-    build.onLoad({ filter: /ioredis\/built\/utils\/index\.js$/ }, (args) => {
-      const { version } = JSON.parse(readFileSync('node_modules/ioredis/package.json', 'utf8'))
-      const from = 'await fs_1.promises.readFile(filePath, "utf8")'
-      return { contents: patched(args.path, readFileSync(args.path, 'utf8'), from, JSON.stringify(JSON.stringify({ version }))), loader: 'js' }
-    })
   },
 }
 

@@ -200,7 +200,8 @@ export function multiLock(ctx: SuiteContext): void {
       assert.ok(isBatonError(outcome, 'LEASE_LOST'), `the wait ended with the part's loss, got ${String(outcome)}`)
       for (const name of [first, second]) {
         const holders = (await a.inspect(name))?.holders ?? []
-        assert.ok(holders.every((h) => h.token === blocker.token), `${name}: only the blocker holds`)
+        const shown = holders.map((h) => `${h.owner} token ${h.token} until ${h.expiresAt - Date.now()} ms from now`).join('; ')
+        assert.ok(holders.every((h) => h.token === blocker.token), `${name}: only the blocker (token ${blocker.token}) holds, not ${shown}`)
       }
       await blocker.release()
     })

@@ -230,7 +230,7 @@ describe('redis: a dropped subscriber', () => {
     // Without a wake-up this waiter would look again only when its line entry needs refreshing (ttl/3 = 20 s).
     const waiting = waiterClient.mutex(name, { ttl }).acquire({ wait: ttl })
     await waitUntil(async () => (await holderClient.inspect(name))?.waiters.length === 1)
-    await raw.client('KILL', 'TYPE', 'pubsub')
+    await raw.call('CLIENT', 'KILL', 'TYPE', 'pubsub')
     await holder.release() // its hand-over wake-up goes to nobody
     const lease = await withTimeout(waiting, ms(10_000), 'the waiter to be nudged after resubscribing')
     assert.ok(lease.remainingMs() > ttl / 2, `${lease.remainingMs()} ms left of ${ttl}`)

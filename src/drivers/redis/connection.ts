@@ -49,6 +49,9 @@ export function redisTarget(url: StoreUrl, options: DriverOptions): RedisTarget 
     connectTimeout: options.connectTimeoutMs,
     commandTimeout: options.commandTimeoutMs,
     retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
+    // RESP2, as Redis before 6 speaks and the scripts' replies are written for
+    // (ioredis 6 defaults to RESP3, whose push frames a server before 6 lacks).
+    protocol: 2,
     ...(url.username ? { username: url.username } : {}),
     ...(url.password ? { password: url.password } : {}),
   }
