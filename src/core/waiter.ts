@@ -154,6 +154,12 @@ async function attempts(
       // A `lost` came while the attempt was in flight: the grant it reports may
       // be the hold that was just taken away. Ask again; the attempt is
       // idempotent, so a hold that still exists is simply confirmed.
+      // The losses seen so far ended that hold and have done their part: kept
+      // pending, they would reach the hold the next attempt gets (a new grant
+      // when the name was freed by force) and end it here while the store
+      // keeps it, nobody's, for its ttl. A loss during the next attempt's
+      // flight sends it round again.
+      if (route.pending) route.pending = route.pending.filter((wake) => wake.type !== 'lost')
       attempt.retry = true
       continue
     }

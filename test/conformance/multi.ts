@@ -193,7 +193,10 @@ export function multiLock(ctx: SuiteContext): void {
       const blocker = await b.mutex(second, { ttl: '30s' }).acquire()
       const waiting = a.multi([first, second], { ttl: '10s' }).acquire()
       const settled = waiting.then(() => 'acquired', (e: unknown) => e)
-      while ((await a.inspect(first))?.holders.length !== 1) await sleep(20)
+      // The set waits in second's line only once its client holds first: force it then. Forced
+      // while first's grant is still on its way, the waiter rightly asks again and holds it anew.
+      while ((await a.inspect(second))?.waiters.length !== 1) await sleep(20)
+      assert.equal((await a.inspect(first))?.holders.length, 1, 'the set holds its first name')
       await b.forceRelease(first)
       // The blocker keeps `second` for its whole ttl: a wait that went on for it would outlast this bound.
       const outcome = await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, 15_000, 'still waiting').unref())])
