@@ -16,6 +16,9 @@ export interface IndexRange {
  */
 const refusing = new WeakSet<Redis>()
 
+/** How many times a slot's read through the cluster client is tried while the slot moves (50, 100, … ms apart). */
+const FOLLOW_ATTEMPTS = 5
+
 /** A refusal that asking again will not change, unlike a slot that moved ("non local key") or a node down. */
 function refusesForGood(error: unknown): boolean {
   return error instanceof Error && /compil|shebang|flag/i.test(error.message)
@@ -91,16 +94,31 @@ export class ClusterIndex {
   private async pipelined(node: Redis, slots: readonly number[], range: IndexRange, add: (found: unknown) => void): Promise<void> {
     const pipeline = node.pipeline()
     for (const slot of slots) pipeline.zrangebylex(listedKey(this.keyPrefix, slot), ...rangeArgs(range))
-    const replies = (await pipeline.exec()) ?? []
+    const replies = (await pipeline.exec().catch(() => undefined)) ?? []
     await Promise.all(slots.map((slot, i) => {
       const [error, found] = replies[i] ?? [new Error('no reply'), null]
       return error ? this.followed(slot, range, add) : add(found)
     }))
   }
 
-  /** One slot's index read through the cluster client, which follows the slot where it is. */
+  /**
+   * One slot's index read through the cluster client, which follows the slot
+   * where it is. While a slot moves, the client can still fail the read: a
+   * redirection it gave up on, or (auto-pipelined with other slots' reads) a
+   * batch whose slots the map now puts on different masters ("same slots
+   * allocation group"). A read changes nothing: it is asked again, a few
+   * times, before the page fails with BACKEND_UNAVAILABLE.
+   */
   private async followed(slot: number, range: IndexRange, add: (found: unknown) => void): Promise<void> {
-    add(await this.cluster.zrangebylex(listedKey(this.keyPrefix, slot), ...rangeArgs(range)))
+    for (let attempt = 1; ; attempt++) {
+      try {
+        add(await this.cluster.zrangebylex(listedKey(this.keyPrefix, slot), ...rangeArgs(range)))
+        return
+      } catch (error) {
+        if (attempt >= FOLLOW_ATTEMPTS) throw error
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt))
+      }
+    }
   }
 }
 
