@@ -90,7 +90,11 @@ function serverHealth(server: { host: string; port: number }, timeoutMs: number)
 }
 
 export function errorCode(error: unknown): number | undefined {
-  return error instanceof Exception ? error.getCode() : undefined
+  if (error instanceof Exception) return error.getCode()
+  // A BatonError's cause is a copy of the client's Exception (its message
+  // cleaned of secrets), not the Exception itself: its numeric code is kept.
+  const code = (error as { code?: unknown } | undefined)?.code
+  return typeof code === 'number' ? code : undefined
 }
 
 /** A request (or its BatonError) failed because its session's connection dropped or the session ended: not for want of an answer. */
