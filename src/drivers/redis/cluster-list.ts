@@ -94,7 +94,7 @@ export class ClusterIndex {
   private async pipelined(node: Redis, slots: readonly number[], range: IndexRange, add: (found: unknown) => void): Promise<void> {
     const pipeline = node.pipeline()
     for (const slot of slots) pipeline.zrangebylex(listedKey(this.keyPrefix, slot), ...rangeArgs(range))
-    const replies = (await pipeline.exec().catch(() => undefined)) ?? []
+    const replies = (await pipeline.exec()) ?? []
     await Promise.all(slots.map((slot, i) => {
       const [error, found] = replies[i] ?? [new Error('no reply'), null]
       return error ? this.followed(slot, range, add) : add(found)
