@@ -48,8 +48,28 @@ export async function loseAndRegainMajority(options: {
       await again.release()
       return
     } catch (error) {
-      if (attempt >= 30 || !isBatonError(error) || error.code === 'LOCK_TIMEOUT' || !error.retryable) throw error
+      if (isBatonError(error) && error.code === 'LOCK_TIMEOUT') throw await withStoreView(error, otherClient, name, holder.token)
+      if (attempt >= 30 || !isBatonError(error) || !error.retryable) throw error
       await sleep(ms(500))
     }
   }
+}
+
+/**
+ * A ghost seen once in a fresh-clone run (etcd, the old holder's entry
+ * there 54 s after its signal fired) and never again in 23 runs of this
+ * file: the failure says what the store holds for the name as read at that
+ * moment (every holder with its token and end), so the next sighting
+ * tells a live entry from a wake-up the waiter missed.
+ */
+async function withStoreView(error: Error, client: Baton, name: string, oldToken: bigint): Promise<Error> {
+  const view = await client.inspect(name).then(
+    (info) => info === null ? 'free' : JSON.stringify({
+      holders: info.holders.map((h) => ({ owner: h.owner, token: String(h.token), endsInMs: Math.round(h.expiresAt - Date.now()) })),
+      waiters: info.waiters.length,
+    }),
+    (e: unknown) => `unreadable: ${String(e)}`,
+  )
+  error.message += ` — the old holder had token ${oldToken}; the store, read now: ${view}`
+  return error
 }
