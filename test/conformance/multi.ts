@@ -147,7 +147,12 @@ export function multiLock(ctx: SuiteContext): void {
       }
       const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === busy)
       const handoff = nextEvent<AcquireEvent>('baton:acquire', (m) => m.name === busy && m.owner !== held.owner)
-      const waiting = waiter.multi([busy, free], { ttl: '10s' }).acquire({ wait: ms(15_000) })
+      // A ttl and wait far longer than the pause below: a waiter refreshes its
+      // place every queueTtl/3 (queueTtl = min(ttl, wait)), and a refresh that
+      // meets the release is granted by its own answer, not handed over (with
+      // a fixed 10 s ttl against a pause scaled by the load, one did on MySQL
+      // beside two busy loops).
+      const waiting = waiter.multi([busy, free], { ttl: ms(60_000) }).acquire({ wait: ms(60_000) })
       await queued
       const before = attempts
       await sleep(ms(500)) // a polling waiter would ask again meanwhile

@@ -187,7 +187,10 @@ export function waiting(ctx: SuiteContext): void {
       const pending: Promise<void>[] = []
       for (let i = 0; i < waiters; i++) {
         const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
-        pending.push(clients[i % clients.length]!.mutex(name).acquire().then(async (lease) => {
+        // A long ttl: a waiter refreshes its place every queueTtl/3 (the ttl
+        // here), and a refresh is an attempt; none may fall within the chain
+        // of hand-overs, however slow the machine makes it.
+        pending.push(clients[i % clients.length]!.mutex(name, { ttl: ms(60_000) }).acquire().then(async (lease) => {
           order.push(i)
           await lease.release()
         }))
