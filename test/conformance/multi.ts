@@ -152,7 +152,7 @@ export function multiLock(ctx: SuiteContext): void {
       // meets the release is granted by its own answer, not handed over (with
       // a fixed 10 s ttl against a pause scaled by the load, one did on MySQL
       // beside two busy loops).
-      const waiting = waiter.multi([busy, free], { ttl: ms(60_000) }).acquire({ wait: ms(60_000) })
+      const waiting = waiter.multi([busy, free], { ttl: ms(40_000) }).acquire({ wait: ms(40_000) })
       await queued
       const before = attempts
       await sleep(ms(500)) // a polling waiter would ask again meanwhile

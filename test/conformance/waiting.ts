@@ -190,7 +190,7 @@ export function waiting(ctx: SuiteContext): void {
         // A long ttl: a waiter refreshes its place every queueTtl/3 (the ttl
         // here), and a refresh is an attempt; none may fall within the chain
         // of hand-overs, however slow the machine makes it.
-        pending.push(clients[i % clients.length]!.mutex(name, { ttl: ms(60_000) }).acquire().then(async (lease) => {
+        pending.push(clients[i % clients.length]!.mutex(name, { ttl: ms(40_000) }).acquire().then(async (lease) => {
           order.push(i)
           await lease.release()
         }))
@@ -215,7 +215,7 @@ export function waiting(ctx: SuiteContext): void {
       for (let i = 0; i < 20; i++) {
         const queued = nextEvent<WaitEvent>('baton:wait', (m) => m.name === name)
         // A long ttl: no line refresh (every queueTtl/3) falls in the window measured.
-        pending.push(clients[i % clients.length]!.mutex(name, { ttl: ms(60_000) }).acquire())
+        pending.push(clients[i % clients.length]!.mutex(name, { ttl: ms(40_000) }).acquire())
         await queued
       }
       const before = attempts.reduce((sum, a) => sum + a.count(), 0)
