@@ -100,11 +100,12 @@ export function acquireHandler(ctx: ServerContext): AcquireHandler {
         await baton.driver.release(grant.ref).catch(() => {})
         throw error
       }
+      const now = Date.now() // read before the monotonic clock: see grantBody
       const leftMs = Math.max(0, Math.floor(grant.startedAt + grant.ttlMs - monotonicNow()))
       ctx.desk.granted(grant.ref, leftMs, grant.waitedMs)
       ctx.dataDir?.noteLease(spec.lockDelayMs + leftMs)
       if (owner !== undefined) ctx.outcomes.remember(owner, grant.ref.token)
-      const answer = grantBody(ctx.leaseIds, grant.ref, ttlMs, leftMs)
+      const answer = grantBody(ctx.leaseIds, grant.ref, ttlMs, leftMs, now)
       return stream ? stream.end(answer) : answer
     } catch (error) {
       outcome = isBatonError(error) || error instanceof HttpError ? (error as { code: string }).code.toLowerCase() : 'error'

@@ -10,10 +10,16 @@ import { accessOf, type ServerContext } from './context.js'
 import { HttpError } from './http-errors.js'
 import { ownerDigest, type LeaseIds, type LeaseRef } from './lease-id.js'
 
-/** `askedTtlMs`: the ttl asked for, the default of later extends; `leftMs`: what the store granted. */
-export function grantBody(ids: LeaseIds, ref: HoldRef, askedTtlMs: number, leftMs: number) {
+/**
+ * `askedTtlMs`: the ttl asked for, the default of later extends; `leftMs`:
+ * what is left of the grant, measured from `now` (epoch ms). The caller
+ * reads the wall clock before it measures `leftMs`, so that a pause between
+ * the two reads (a GC, the process descheduled) can only shorten the end the
+ * answer names, never move it past the store's.
+ */
+export function grantBody(ids: LeaseIds, ref: HoldRef, askedTtlMs: number, leftMs: number, now: number) {
   return {
-    leaseId: ids.encode(ref, askedTtlMs), name: ref.name, token: ref.token.toString(), expiresAt: Date.now() + leftMs, ttlMs: leftMs,
+    leaseId: ids.encode(ref, askedTtlMs), name: ref.name, token: ref.token.toString(), expiresAt: now + leftMs, ttlMs: leftMs,
     owner: ownerDigest(ref.owner), mode: ref.mode,
   }
 }

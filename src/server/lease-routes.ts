@@ -24,10 +24,12 @@ export function leaseRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const ttlMs = renewalTtl(ctx, ref, request.body?.ttl)
     const refusal = renewalRefusal(ctx, ref)
     if (refusal) throw new HttpError('INVALID_ARGUMENT', refusal)
+    // The renewed end counts from when the renewal was sent, as the core's own deadline does.
+    const sentAt = Date.now()
     const [result] = await renew(ctx, tenantOf(request), [ref], ttlMs)
     if (result?.status !== 'extended') throw leaseGone(ref.name)
     ctx.dataDir?.noteLease(ref.lockDelayMs + result.ttlMs)
-    return grantBody(ctx.leaseIds, ref, ref.ttlMs, result.ttlMs)
+    return grantBody(ctx.leaseIds, ref, ref.ttlMs, result.ttlMs, sentAt)
   })
 
   app.post<{ Body: { leases: string[]; ttl?: Duration; session?: string } }>('/v1/leases/extend', { schema: schemas.extendMany }, async (request) => {
@@ -53,6 +55,7 @@ export function leaseRoutes(app: FastifyInstance, ctx: ServerContext): void {
     })
     for (const [ttlMs, group] of byTtl) {
       // Leases past the token's hold quota (not counted here yet) come back forbidden, not renewed.
+      const sentAt = Date.now()
       const extended = await renew(ctx, tenant, group.map((g) => g.ref), ttlMs, true)
       let longest = 0
       group.forEach(({ index, ref }, i) => {
@@ -60,7 +63,7 @@ export function leaseRoutes(app: FastifyInstance, ctx: ServerContext): void {
         if (result.status === 'forbidden') return void (results[index]!.status = 'forbidden')
         if (result.status !== 'extended') return
         longest = Math.max(longest, ref.lockDelayMs + result.ttlMs)
-        Object.assign(results[index]!, { status: 'extended', expiresAt: Date.now() + result.ttlMs, ttlMs: result.ttlMs })
+        Object.assign(results[index]!, { status: 'extended', expiresAt: sentAt + result.ttlMs, ttlMs: result.ttlMs })
         if (session && !ctx.sessions.attach(session, ref, ttlMs, result.ttlMs)) joined = false
       })
       if (longest > 0) ctx.dataDir?.noteLease(longest)
@@ -78,7 +81,9 @@ export function leaseRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const held = view?.holders.find((h) => h.owner === ref.owner && h.token === ref.token)
     if (!held) throw leaseGone(ref.name)
     ctx.sessions.replace(read)
-    return grantBody(ctx.leaseIds, read, ref.ttlMs, Math.max(0, held.expiresAt - Date.now()))
+    // Exactly the store's end (one clock read), not one recomputed after the fact.
+    const now = Date.now()
+    return grantBody(ctx.leaseIds, read, ref.ttlMs, Math.max(0, Math.floor(held.expiresAt - now)), now)
   }
   const release = async (request: FastifyRequest, leaseId: string | undefined) => {
     const ref = leaseOf(ctx, request, leaseId)

@@ -80,13 +80,14 @@ export function multiRoutes(app: FastifyInstance, ctx: ServerContext): void {
         await set.releaseAll()
         throw error
       }
+      const wallNow = Date.now() // read before the monotonic clock: see grantBody
       const now = monotonicNow()
       const answer = {
         leases: taken.map(({ grant, until }) => {
           const leftMs = Math.max(0, Math.floor(until - now))
           ctx.desk.granted(grant.ref, leftMs, grant.waitedMs)
           ctx.dataDir?.noteLease(grant.ref.lockDelayMs + leftMs)
-          return grantBody(ctx.leaseIds, grant.ref, ttlMs, leftMs)
+          return grantBody(ctx.leaseIds, grant.ref, ttlMs, leftMs, wallNow)
         }),
       }
       return stream ? stream.end(answer) : answer

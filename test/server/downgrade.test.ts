@@ -30,8 +30,9 @@ describe('downgrade', () => {
       assert.equal(read.status, 200)
       assert.equal(read.body.mode, 'read')
       const held = (await call(base, 'GET', lockPath(`downgrade/${i}`))).body.holders[0]
-      // The answer matches the store (a little clock slack), and is not a fresh ttl from now.
-      assert.ok(Math.abs(read.body.expiresAt - held.expiresAt) <= 50, `answered ${read.body.expiresAt}, the store holds ${held.expiresAt}`)
+      // The answer names the store's end (read once, never recomputed from a second clock read), not a fresh ttl
+      // from now. 1 ms of slack: the memory store turns its monotonic deadline into wall time at each read.
+      assert.ok(Math.abs(read.body.expiresAt - held.expiresAt) <= 1, `answered ${read.body.expiresAt}, the store holds ${held.expiresAt}`)
       assert.ok(read.body.expiresAt <= write.body.expiresAt + 50, `answered ${read.body.expiresAt}, the lease ends at ${write.body.expiresAt}`)
       assert.ok(read.body.ttlMs < ttlMs)
     })
