@@ -177,12 +177,14 @@ export async function runClient(s: ClientSettings): Promise<void> {
     const got = acquired.value
     const id = `p${s.process}c${s.client}l${seq}`
     const parts: Lease[] = 'leases' in got ? [...got.leases] : 'lease' in got ? [got.lease] : [got]
+    // Every part read at once, before the first record: a process stops on its way out of a record's write.
     const grantedAt = historyNow()
+    const left = parts.map((part) => part.remainingMs())
     const mode: HoldMode = plan.primitive === 'semaphore' ? 'permit' : plan.primitive === 'rwlock' ? (plan.side === 'read' ? 'read' : 'write') : 'exclusive'
-    for (const part of parts) {
+    parts.forEach((part, i) => {
       s.record({ type: 'grant', ...actor, op: acquired.id, lease: id, primitive: plan.primitive, name: part.name, mode, token: String(part.token), owner: part.owner,
-        weight: plan.weight, permits: plan.primitive === 'semaphore' ? permitsOf(plan.names[0]!) : 1, at: grantedAt, deadline: grantedAt + part.remainingMs() })
-    }
+        weight: plan.weight, permits: plan.primitive === 'semaphore' ? permitsOf(plan.names[0]!) : 1, at: grantedAt, deadline: grantedAt + left[i]! })
+    })
     const lost = (signal: AbortSignal) => {
       const seen = () => s.record({ type: 'loss', ...actor, lease: id, at: historyNow(), ...(isBatonError(signal.reason) ? { code: signal.reason.code } : {}) })
       if (signal.aborted) seen()
@@ -204,10 +206,18 @@ export async function runClient(s: ClientSettings): Promise<void> {
       if (plan.extendAt !== undefined) {
         events.push({ at: plan.extendAt, run: async () => {
           const target = 'lease' in current ? current.lease : current
-          const r = await op('extend', plan.primitive, names, () => target.extend(), id)
-          // One reading: a renewal that resolved with no time left is recorded as such (the checker's renewed-after-lapse).
-          const at = historyNow()
-          if (!r.error) s.record({ type: 'renew', ...actor, lease: id, at, deadline: at + probed.remainingMs() })
+          // One reading, taken the moment extend() resolves, before anything is recorded: a renewal that
+          // resolved with no time left is recorded as such (the checker's renewed-after-lapse). Read after
+          // op's own records, a SIGSTOP acted on at their write (a process stops on its way out of a system
+          // call) put the pause between the answer and the reading: a lease renewed in time read as renewed
+          // after it lapsed (fresh-clone run F8, verify on Redis).
+          let reading: { at: number; remainingMs: number } | undefined
+          const r = await op('extend', plan.primitive, names, async () => {
+            const renewed = await target.extend()
+            reading = { at: historyNow(), remainingMs: probed.remainingMs() }
+            return renewed
+          }, id)
+          if (!r.error && reading) s.record({ type: 'renew', ...actor, lease: id, at: reading.at, deadline: reading.at + reading.remainingMs })
         } })
       }
       if (plan.downgradeAt !== undefined && plan.primitive === 'rwlock') {
