@@ -16,8 +16,9 @@
  *     (a restart without persistence) before the read was asked.
  * If no call of C on the name that could have made it was in flight from
  * L until the read had answered (a call on a single name answered "busy"
- * made nothing, one answered with a grant recorded its owner and this is
- * not it; a multi-lock may have held names under owners it gave up), and
+ * had given back whatever it made by the time it answered, one answered
+ * with a grant recorded its owner and this is not it; a multi-lock may have
+ * held names under owners it gave up), and
  * an attempt of C on the name had failed before L, nothing
  * C was still doing can have made that hold: it is the failed attempt,
  * run after its caller had been told it failed, and not undone.
@@ -120,9 +121,11 @@ export function ghostGrants(events: readonly HistoryEvent[], t: (ms: number) => 
       }
       if (!after) continue
       const own = callsOf.get(`${actor}\0${read.name}`) ?? []
-      // A call on one name answered busy left nothing; one answered with its grant recorded its owner
-      // (not this one). A multi-lock may have held some names meanwhile, under owners it gave up.
-      const explained = (c: Call) => c.invoke.names.length === 1 && (c.complete?.outcome === 'busy' ||
+      // A call on one name answered busy left nothing once it answered, but a read while it was out may show
+      // a grant of it that came too late to use and was being given back (the core answers such a grant as
+      // busy after its undo: waiter.ts, deadOnArrival). One answered with its grant recorded its
+      // owner (not this one). A multi-lock may have held some names meanwhile, under owners it gave up.
+      const explained = (c: Call) => c.invoke.names.length === 1 && ((c.complete?.outcome === 'busy' && c.complete.at <= read.invokedAt) ||
         (c.complete?.outcome === 'ok' && granted.has(c.invoke.kind === 'downgrade' ? `downgrade of ${c.invoke.lease}` : c.invoke.op)))
       const inFlight = own.some((c) => GRANTING.has(c.invoke.kind) && !explained(c) && c.invoke.at < read.at && (c.complete?.at ?? Infinity) > after!.at)
       if (inFlight) continue

@@ -231,6 +231,13 @@ test('ghost-grant: a hold of a client whose attempt failed, granted after the st
   const multiOk: HistoryEvent[] = [{ ...multi[0]!, op: 'm2' } as HistoryEvent, { type: 'complete', ...actor(1), op: 'm2', at: 3300, outcome: 'ok' },
     { type: 'grant', ...actor(1), op: 'm2', lease: 'l9', primitive: 'multi', name: 'a', mode: 'exclusive', token: '90', owner: 'id1.y1', weight: 1, permits: 1, at: 3300, deadline: 4300 }]
   assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...multiOk, ...seen(3200, '77')])).violations, [])
+  // A single-name attempt answered busy after the read: a grant of it that came too late to use may have been
+  // shown while it was given back (fresh-clone run G2, Redis restarted under a tryAcquire). Answered busy
+  // before the read was asked, it had nothing left in the store.
+  const busyLate: HistoryEvent[] = [...call(1, 'b', 'tryAcquire', 2900, 3300, 'ok').map((e) => (e.type === 'complete' ? { ...e, outcome: 'busy' } as HistoryEvent : e))]
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...busyLate, ...seen(3200, '77')])).violations, [])
+  const busyEarly: HistoryEvent[] = [...call(1, 'b', 'tryAcquire', 3050, 3100, 'ok').map((e) => (e.type === 'complete' ? { ...e, outcome: 'busy' } as HistoryEvent : e))]
+  assert.deepEqual(check(history([client(1), client(2), ...call(1, 'f', 'tryAcquire', 900, 2100), restart, ...busyEarly, ...seen(3200, '77')])).violations.map((f) => f.property), ['ghost-grant'])
   // A single-name call answered with its grant explains only its own owner.
   const single: HistoryEvent[] = [...call(1, 's', 'tryAcquire', 3050, 3100, 'ok'),
     { type: 'grant', ...actor(1), op: 's', lease: 'l8', primitive: 'mutex', name: 'a', mode: 'exclusive', token: '60', owner: 'id1.y2', weight: 1, permits: 1, at: 3100, deadline: 3150 }]
