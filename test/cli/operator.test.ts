@@ -119,7 +119,7 @@ describe('durations on the command line', () => {
   })
 
   it('still takes units: 500ms, 2m', async () => {
-    const result = await baton(['run', '-w', '2m', '--ttl', '1500ms', 'seconds/units', 'true'], env)
+    const result = await baton(['run', '-w', '2m', '--ttl', '15000ms', 'seconds/units', 'true'], env)
     assert.equal(result.code, 0, result.stderr)
   })
 })
@@ -204,9 +204,11 @@ describe('no overlap with the next holder', () => {
   })
 
   it('--lock-delay (by default the kill grace) keeps an expired hold\'s lock from the next holder', async () => {
-    for (const [flags, expectNext] of [[['--kill-grace', '20s'], 75], [['--kill-grace', '20s', '--lock-delay', '0'], 0]] as const) {
+    // Both scaled: a 1 s ttl beside two busy loops lapsed before the command was up (fresh-clone run G1).
+    const grace = `${ms(20_000)}ms`
+    for (const [flags, expectNext] of [[['--kill-grace', grace], 75], [['--kill-grace', grace, '--lock-delay', '0'], 0]] as const) {
       const name = `overlap/delay-${expectNext}`
-      const holder = startBaton(['run', name, '--ttl', '1s', ...flags, '--', ...nodeCommand('setInterval(() => {}, 1000)')], env)
+      const holder = startBaton(['run', name, '--ttl', `${ms(1000)}ms`, ...flags, '--', ...nodeCommand('setInterval(() => {}, 1000)')], env)
       await holder.waitForOutput('ready')
       // Frozen: no renewals, so the lease expires while its command would still run.
       holder.process.kill('SIGSTOP')
